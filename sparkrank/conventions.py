@@ -1,0 +1,114 @@
+"""The one place for every convention sparkrank uses.
+
+Everything that papers, tools or evaluation scripts disagree on is decided here and
+referenced from the rest of the code.
+
+Preference pairs
+----------------
+``P = {(u, l): q_u == q_l and y_u > y_l}``: row ``u`` ("upper") should score above row
+``l`` ("lower").  Rows without a group id form one global ranking.  Equal labels never
+form a pair.  ``N = |P|``.
+
+Support pairs (the hinge is active)
+-----------------------------------
+A pair ``(u, l)`` is a *support pair* at scores ``p`` when ``1 - (p_u - p_l) > 0``,
+evaluated in floating point exactly as ``p_u < p_l + 1.0``.  Every counting method and
+the brute-force oracle use this one expression (see :func:`is_support_pair`), so they
+agree bit for bit; at ``p_u - p_l == 1`` both losses and their derivatives are zero, so
+the choice only matters for the generalized Hessian (lee-lin2014 eq. (13)), where we
+follow LIBLINEAR (``z < 1`` is active).
+
+Regularisation: λ and C
+-----------------------
+* BMRM / airola2011: ``J(w) = λ‖w‖² + (1/N) Σ_P max(0, 1 - w·(x_u - x_l))``.
+* LIBLINEAR / lee-lin2014: ``f(w) = ½‖w‖² + C Σ_P loss``.
+
+Dividing ``J`` by ``2λ`` gives ``½‖w‖² + (1/(2λN)) Σ_P loss``, so the two have the same
+minimiser when ``C = 1 / (2 λ N)``.  :func:`lambda_from_c` and :func:`c_from_lambda` are
+the only implementation of that conversion.  SVMrank divides its ``-c`` by the number of
+training queries: ``C_liblinear = C_svmrank / n_queries`` (see :func:`c_from_svmrank`).
+
+Ties in scores (evaluation)
+---------------------------
+Ties are never broken in the model's favour:
+
+* pairwise accuracy counts a tied pair as *not* correctly ordered (lee-lin2014 §4.4);
+* AUC (two label levels) counts a tied pair as one half (Wilcoxon–Mann–Whitney);
+* NDCG orders tied scores pessimistically: inside a run of equal scores the rows with
+  the lowest labels come first.
+
+NDCG
+----
+Gain ``2**y - 1``.  Discount ``1/log2(max(2, i))`` for rank ``i = 1, 2, ...`` (LETOR /
+MSLR, the default) or ``1/log2(i + 1)`` (Yahoo! LTR challenge).  A query whose ideal DCG is
+zero (all labels 0) has undefined NDCG; by default it scores 0 like LETOR's
+``Eval-Score-4.0.pl``; ``"one"`` scores it 1 and ``"skip"`` leaves it out of averages.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+
+#: Hinge margin of both RankSVM losses.
+MARGIN: float = 1.0
+
+NdcgDiscount = Literal["letor", "yahoo"]
+ZeroIdcgRule = Literal["zero", "one", "skip"]
+
+DEFAULT_NDCG_DISCOUNT: NdcgDiscount = "letor"
+DEFAULT_ZERO_IDCG: ZeroIdcgRule = "zero"
+
+
+def is_support_pair(p_upper: float, p_lower: float, margin: float = MARGIN) -> bool:
+    """True when the pair ``(upper, lower)`` violates the margin: ``p_u < p_l + margin``."""
+    return p_upper < p_lower + margin
+
+
+def lambda_from_c(c: float, n_pairs: int) -> float:
+    """λ of ``λ‖w‖² + (1/N)Σ loss`` equivalent to LIBLINEAR's ``C``: ``λ = 1/(2 C N)``."""
+    _check_positive(c, "C")
+    _check_pairs(n_pairs)
+    return 1.0 / (2.0 * c * n_pairs)
+
+
+def c_from_lambda(lam: float, n_pairs: int) -> float:
+    """LIBLINEAR's ``C`` equivalent to λ of ``λ‖w‖² + (1/N)Σ loss``: ``C = 1/(2 λ N)``."""
+    _check_positive(lam, "lambda")
+    _check_pairs(n_pairs)
+    return 1.0 / (2.0 * lam * n_pairs)
+
+
+def c_from_svmrank(c_svmrank: float, n_queries: int) -> float:
+    """LIBLINEAR's ``C`` for SVMrank's ``-c``: SVMrank divides ``-c`` by the query count."""
+    _check_positive(c_svmrank, "C (SVMrank)")
+    if n_queries <= 0:
+        raise ValueError("n_queries must be positive")
+    return c_svmrank / n_queries
+
+
+def ndcg_discounts(n: int, discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT) -> np.ndarray:
+    """Discounts for ranks ``1..n`` under the chosen convention."""
+    ranks = np.arange(1, n + 1, dtype=np.float64)
+    if discount == "letor":
+        return 1.0 / np.log2(np.maximum(2.0, ranks))
+    if discount == "yahoo":
+        return 1.0 / np.log2(ranks + 1.0)
+    raise ValueError(f"unknown NDCG discount {discount!r}; use 'letor' or 'yahoo'")
+
+
+def ndcg_gain(labels: np.ndarray) -> np.ndarray:
+    """Gain ``2**y - 1`` of each label."""
+    return np.exp2(np.asarray(labels, dtype=np.float64)) - 1.0
+
+
+def _check_positive(value: float, name: str) -> None:
+    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+
+
+def _check_pairs(n_pairs: int) -> None:
+    if n_pairs <= 0:
+        raise ValueError("the data has no preference pairs (every group has a single label level)")

@@ -1,0 +1,159 @@
+"""The in-memory block: CSR features + labels + contiguous query groups.
+
+A :class:`RankingData` is what the local engine trains on and what a Spark partition
+holds.  Rows are stored group-contiguous; ``row_order[i]`` is the position the stored row
+``i`` had in the caller's input, so predictions can be returned in input order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from .groups import QueryGroups
+
+
+class DataError(ValueError):
+    """Bad input data; the message names the row and/or column."""
+
+
+@dataclass(frozen=True)
+class RankingData:
+    """Training or evaluation data for a linear ranker.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix (m, n), float64 or float32
+        Feature rows, stored in group-contiguous order.
+    groups : QueryGroups
+        Labels and group structure of the stored rows.
+    qids : ndarray (G,) or None
+        The group id of each group (``None`` for one global ranking).
+    row_order : int64 ndarray (m,)
+        Input position of each stored row.
+    """
+
+    X: sp.csr_matrix
+    groups: QueryGroups
+    qids: np.ndarray | None
+    row_order: np.ndarray
+
+    @classmethod
+    def from_arrays(
+        cls,
+        X,
+        labels: Sequence[float] | np.ndarray,
+        qid: Sequence | np.ndarray | None = None,
+        *,
+        dtype: type = np.float64,
+        n_features: int | None = None,
+    ) -> "RankingData":
+        """Validate and group rows.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix (m, n)
+            Features; converted to CSR of ``dtype`` (float64 or float32).
+        labels : array-like (m,)
+            Real-valued utilities; must be finite.
+        qid : array-like (m,), optional
+            Group id per row (any sortable type: ints or strings).  Rows of a group need
+            not be contiguous; they are gathered stably.  ``None``: one global ranking.
+        n_features : int, optional
+            Pad the matrix to this many columns (it must not have more).
+        """
+        if dtype not in (np.float64, np.float32):
+            raise DataError(f"dtype must be float64 or float32, got {dtype!r}")
+        X = sp.csr_matrix(X, dtype=dtype) if not (sp.issparse(X) and X.format == "csr" and X.dtype == dtype) else X
+        X.sum_duplicates()
+        y = np.asarray(labels, dtype=np.float64).ravel()
+        m = X.shape[0]
+        if y.shape[0] != m:
+            raise DataError(f"{m} feature rows but {y.shape[0]} labels")
+        if n_features is not None:
+            if X.shape[1] > n_features:
+                raise DataError(f"data has {X.shape[1]} feature columns, more than n_features={n_features}")
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(m, n_features))
+        _check_finite(X, y)
+        if qid is None:
+            order = np.arange(m, dtype=np.int64)
+            offsets = np.array([0, m], dtype=np.int64)
+            qids = None
+        else:
+            q = np.asarray(qid)
+            if q.shape[0] != m:
+                raise DataError(f"{m} feature rows but {q.shape[0]} qids")
+            if q.dtype.kind == "f" and not np.all(np.isfinite(q)):
+                bad = int(np.flatnonzero(~np.isfinite(q))[0])
+                raise DataError(f"qid of row {bad} is not finite")
+            if q.dtype.kind == "O":
+                q = q.astype(str)
+            order, offsets, qids = _group_rows(q)
+        if not np.array_equal(order, np.arange(m)):
+            X = X[order]
+            y = y[order]
+        return cls(X, QueryGroups.from_offsets(y, offsets), qids, order)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.groups.labels
+
+    def with_features(self, n_features: int) -> "RankingData":
+        """The same data with the feature dimension padded to ``n_features``."""
+        if n_features == self.n_features:
+            return self
+        if n_features < self.n_features:
+            raise DataError(f"data has {self.n_features} feature columns, more than the model's {n_features}")
+        X = sp.csr_matrix((self.X.data, self.X.indices, self.X.indptr), shape=(self.n_rows, n_features))
+        return RankingData(X, self.groups, self.qids, self.row_order)
+
+    def to_input_order(self, values: np.ndarray) -> np.ndarray:
+        """Reorder a per-row array from stored order back to input order."""
+        out = np.empty_like(values)
+        out[self.row_order] = values
+        return out
+
+
+def _group_rows(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable grouping of rows by qid; keeps the order of first appearance when contiguous."""
+    m = q.shape[0]
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64), q[:0]
+    change = np.ones(m, dtype=bool)
+    change[1:] = q[1:] != q[:-1]
+    starts = np.flatnonzero(change)
+    run_ids = q[starts]
+    if np.unique(run_ids).size == run_ids.size:  # already contiguous: keep input order
+        return np.arange(m, dtype=np.int64), np.append(starts, m).astype(np.int64), run_ids
+    order = np.argsort(q, kind="stable").astype(np.int64)
+    qs = q[order]
+    change = np.ones(m, dtype=bool)
+    change[1:] = qs[1:] != qs[:-1]
+    starts = np.flatnonzero(change)
+    return order, np.append(starts, m).astype(np.int64), qs[starts]
+
+
+def _check_finite(X: sp.csr_matrix, y: np.ndarray) -> None:
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        r = int(bad[0])
+        raise DataError(f"label of row {r} is {y[r]!r}: labels must be finite ({bad.size} bad rows)")
+    badnz = np.flatnonzero(~np.isfinite(X.data))
+    if badnz.size:
+        k = int(badnz[0])
+        row = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        col = int(X.indices[k])
+        raise DataError(
+            f"feature column {col} of row {row} is {X.data[k]!r}: features must be finite ({badnz.size} bad values)"
+        )

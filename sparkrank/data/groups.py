@@ -1,0 +1,116 @@
+"""Query-group structure of labels: what every score-space kernel needs besides scores.
+
+Rows of one group are contiguous: group ``g`` is ``offsets[g]:offsets[g+1]``.  Per row we
+keep the label, and its *dense rank* among the distinct labels of its own group
+(``0 .. n_levels[g]-1``), which the selection tree and the direct count index by.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class QueryGroups:
+    """Labels of contiguous query groups, with per-group label ranks and pair counts.
+
+    Attributes
+    ----------
+    labels : float64 array (m,)
+        Utility of each row.
+    offsets : int64 array (G+1,)
+        Group ``g`` holds rows ``offsets[g]:offsets[g+1]``.
+    label_rank : int32 array (m,)
+        Dense rank of each row's label among the distinct labels of its group.
+    n_levels : int32 array (G,)
+        Number of distinct labels in each group.
+    pairs_per_group : int64 array (G,)
+        ``|{(u, l): y_u > y_l}|`` inside each group.
+    """
+
+    labels: np.ndarray
+    offsets: np.ndarray
+    label_rank: np.ndarray
+    n_levels: np.ndarray
+    pairs_per_group: np.ndarray
+
+    @classmethod
+    def from_offsets(cls, labels: np.ndarray, offsets: np.ndarray) -> "QueryGroups":
+        """Build from labels and contiguous group offsets (validated)."""
+        labels = np.ascontiguousarray(labels, dtype=np.float64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        m = labels.shape[0]
+        if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != m:
+            raise ValueError(f"group offsets must start at 0 and end at the row count {m}")
+        if np.any(np.diff(offsets) < 0):
+            raise ValueError("group offsets must be non-decreasing")
+        bad = np.flatnonzero(~np.isfinite(labels))
+        if bad.size:
+            raise ValueError(f"label of row {int(bad[0])} is not finite ({labels[bad[0]]!r}); {bad.size} such rows")
+        sizes = np.diff(offsets)
+        group_of_row = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+        order = np.lexsort((labels, group_of_row))
+        sorted_labels = labels[order]
+        sorted_groups = group_of_row[order]
+        new_level = np.ones(m, dtype=bool)
+        if m:
+            new_level[1:] = (sorted_labels[1:] != sorted_labels[:-1]) | (sorted_groups[1:] != sorted_groups[:-1])
+        level_id = np.cumsum(new_level) - 1  # global level index, increasing
+        first_level_of_group = np.zeros(sizes.size, dtype=np.int64)
+        nonempty = sizes > 0
+        first_level_of_group[nonempty] = level_id[offsets[:-1][nonempty]]
+        label_rank = np.empty(m, dtype=np.int32)
+        label_rank[order] = (level_id - first_level_of_group[sorted_groups]).astype(np.int32)
+        n_levels = np.add.reduceat(new_level, offsets[:-1]).astype(np.int32) if m else np.zeros(0, np.int32)
+        n_levels[~nonempty] = 0
+        # pairs in a group = (n_g^2 - sum over levels of n_level^2) / 2
+        level_sizes = np.diff(np.append(np.flatnonzero(new_level), m)) if m else np.zeros(0, np.int64)
+        level_group = sorted_groups[np.flatnonzero(new_level)] if m else np.zeros(0, np.int64)
+        sq = np.bincount(level_group, weights=level_sizes.astype(np.float64) ** 2, minlength=sizes.size)
+        pairs = ((sizes.astype(np.float64) ** 2 - sq) / 2).round().astype(np.int64)
+        return cls(labels, offsets, label_rank, n_levels, pairs)
+
+    @classmethod
+    def single(cls, labels: np.ndarray) -> "QueryGroups":
+        """All rows in one global ranking."""
+        labels = np.asarray(labels, dtype=np.float64)
+        return cls.from_offsets(labels, np.array([0, labels.shape[0]], dtype=np.int64))
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def n_pairs(self) -> int:
+        """``N = |P|``, the number of preference pairs."""
+        return int(self.pairs_per_group.sum())
+
+    @property
+    def n_groups_without_pairs(self) -> int:
+        """Groups with a single label level (they contribute no pairs and are skipped)."""
+        return int(np.count_nonzero(self.pairs_per_group == 0))
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def group_of_row(self) -> np.ndarray:
+        """Group index of every row."""
+        return np.repeat(np.arange(self.n_groups, dtype=np.int64), self.group_sizes)
+
+    def slice(self, first_group: int, last_group: int) -> "QueryGroups":
+        """Groups ``first_group .. last_group-1`` as a self-contained structure."""
+        lo, hi = int(self.offsets[first_group]), int(self.offsets[last_group])
+        return QueryGroups(
+            self.labels[lo:hi],
+            self.offsets[first_group : last_group + 1] - lo,
+            self.label_rank[lo:hi],
+            self.n_levels[first_group:last_group],
+            self.pairs_per_group[first_group:last_group],
+        )

@@ -1,0 +1,75 @@
+"""Score-space kernels of the pairwise RankSVM losses.
+
+Each kernel maps the scores of whole query groups to additive statistics and per-row
+coefficients ``c`` (the engine turns them into ``Xᵀc``).  They are plain picklable
+dataclasses so the Spark engine can ship them to executors.
+
+Sums here are *unnormalised* (over all pairs); objectives apply ``1/N`` or ``C``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..conventions import MARGIN
+from ..data.groups import QueryGroups
+from ..engines.base import KernelResult
+from .counting import DEFAULT_COUNTING, count_support_pairs, sort_within_groups
+
+
+@dataclass(frozen=True)
+class HingeKernel:
+    """L1 pairwise hinge: airola2011 eqs. (5)-(8).
+
+    stats = ``[Σ_P max(0, 1 - (p_u - p_l)), #support pairs]``; coef = ``c - d``.
+    """
+
+    counting: str = DEFAULT_COUNTING
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
+        c, d = counts.n_above, counts.n_below
+        loss = float(np.dot((c - d).astype(np.float64), scores) + c.sum())  # airola2011 eq. (7)
+        return KernelResult(np.array([loss, float(c.sum())]), (c - d).astype(np.float64))  # eq. (8)
+
+
+@dataclass(frozen=True)
+class SquaredHingeKernel:
+    """L2 pairwise squared hinge: loss and gradient of lee-lin2014 eqs. (18)-(19).
+
+    With ``l⁺ = n_above``, ``l⁻ = n_below`` and ``α± = `` sums of ``p`` over the support
+    partners, ``Σ_SV (1 - p_u + p_l)² = Σ_k (l⁺+l⁻)p_k² - (α⁺+α⁻)p_k + 2(l⁺-l⁻)p_k + l⁻_k``
+    and its derivative in ``p`` is ``c = 2((l⁺+l⁻)p - (α⁺+α⁻) + (l⁺-l⁻))``.
+    stats = ``[Σ_SV loss, #support pairs]``.  Keeps ``(p, order)`` for Hessian products.
+    """
+
+    counting: str = DEFAULT_COUNTING
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        order = None if self.counting == "pairs" else sort_within_groups(scores, groups.offsets)
+        k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting)
+        l_sum = (k.n_above + k.n_below).astype(np.float64)
+        l_diff = (k.n_above - k.n_below).astype(np.float64)
+        alpha = k.s_above + k.s_below
+        loss = float(np.dot(l_sum * scores - alpha + 2.0 * l_diff, scores) + k.n_below.sum())
+        coef = 2.0 * (l_sum * scores - alpha + l_diff)
+        return KernelResult(np.array([loss, float(k.n_above.sum())]), coef, (scores, order))
+
+
+@dataclass(frozen=True)
+class SquaredHingeHessianKernel:
+    """Generalized Hessian-vector product of the squared hinge, lee-lin2014 eq. (17).
+
+    Given ``u = Xv`` and the kept ``(p, order)``: ``c = 2((l⁺+l⁻)u - (γ⁺+γ⁻))`` where ``γ±``
+    sum ``u`` over the support partners (the support set is the one at ``p``).
+    """
+
+    counting: str = DEFAULT_COUNTING
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        p, order = state
+        k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting)
+        coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
+        return KernelResult(np.zeros(0), coef)
