@@ -1,0 +1,26 @@
+"""sparkrank: exact, fast linear learning-to-rank without materialising preference pairs.
+
+Quick start::
+
+    from sparkrank import load_svmlight, train
+    data = load_svmlight("train.txt")
+    model = train(data, solver="tron", C=1.0)
+    scores = model.predict(data)
+"""
+
+__version__ = "0.1.0"
+
+from .data.block import DataError, RankingData  # noqa: E402
+from .data.groups import QueryGroups  # noqa: E402
+from .model import RankingModel  # noqa: E402
+from .training import train  # noqa: E402
+
+
+def load_svmlight(path, **kwargs):
+    """Read an SVMlight/LETOR file into :class:`RankingData` (see :mod:`sparkrank.data.svmlight`)."""
+    from .data.svmlight import load_svmlight as _load
+
+    return _load(path, **kwargs)
+
+
+__all__ = ["DataError", "QueryGroups", "RankingData", "RankingModel", "load_svmlight", "train", "__version__"]

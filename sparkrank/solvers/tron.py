@@ -3,7 +3,7 @@
 The solver sees only ``value``, ``gradient`` and ``hessian_vector`` of an objective.
 Steihaug conjugate gradient solves the trust-region subproblem; the radius update uses
 η0=1e-4, η1=0.25, η2=0.75, σ1=0.25, σ2=0.5, σ3=4 (Lin, Weng & Keerthi 2008).  It stops
-when ``‖∇f(w_k)‖ ≤ ε‖∇f(w_0)‖``.
+when ``‖∇f(w_k)‖ ≤ ε‖∇f(0)‖``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,10 @@ def tron(
     w = np.zeros(objective.n_features) if w0 is None else np.array(w0, dtype=np.float64)
     f = objective.value(w)
     g = objective.gradient(w)
-    gnorm0 = gnorm = float(np.linalg.norm(g))
+    gnorm = float(np.linalg.norm(g))
+    # the stopping rule is relative to the gradient at w = 0 even from a warm start
+    # (as LIBLINEAR's tron.cpp), so a start at the optimum stops at once
+    gnorm0 = gnorm if not np.any(w) else float(np.linalg.norm(objective.gradient(np.zeros_like(w))))
     delta = gnorm
     history: list[dict] = []
     message = "gradient norm below tolerance"

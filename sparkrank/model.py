@@ -1,0 +1,126 @@
+"""A trained linear ranker: weights + metadata, saved as JSON (+ .npy for large w)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data.block import RankingData
+from .engines.linalg import csr_dot
+
+FORMAT_VERSION = 1
+#: Above this many features the weights are also written to ``<model>.weights.npy``.
+NPY_SIDECAR_MIN_FEATURES = 100_000
+
+
+@dataclass
+class RankingModel:
+    """Weights of ``f(x) = w·x`` and how they were obtained.
+
+    Attributes
+    ----------
+    weights : float64 array (n_features,)
+        Feature 1 (SVMlight index 1) first.
+    solver : str
+        ``tron`` (L2 loss) or ``bmrm`` (L1 loss).
+    C : float
+        LIBLINEAR-convention regularisation (see :mod:`sparkrank.conventions`).
+    lam : float
+        The equivalent λ for the training data's pair count.
+    tol : float
+    counting : str
+    summary : dict
+        Training facts: iterations, objective, objective history, seconds, converged,
+        message, rows, groups, pairs.
+    """
+
+    weights: np.ndarray
+    solver: str
+    C: float
+    lam: float
+    tol: float
+    counting: str = "selection"
+    summary: dict[str, Any] = field(default_factory=dict)
+    created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weights.shape[0])
+
+    def predict(self, X) -> np.ndarray:
+        """Scores ``X w`` for a matrix or :class:`RankingData` (in its stored order).
+
+        A matrix with fewer columns than the model is padded with zeros; more columns
+        is an error (the model never saw those features).
+        """
+        if isinstance(X, RankingData):
+            X = X.X
+        if not sp.issparse(X):
+            X = sp.csr_matrix(np.atleast_2d(np.asarray(X, dtype=np.float64)))
+        X = sp.csr_matrix(X)
+        if X.shape[1] > self.n_features:
+            raise ValueError(f"data has {X.shape[1]} feature columns but the model has {self.n_features}")
+        return csr_dot(X, self.weights)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["weights"] = [float(v) for v in self.weights]
+        d["n_features"] = self.n_features
+        d["format_version"] = FORMAT_VERSION
+        d["library"] = "sparkrank"
+        return d
+
+    def save(self, path: str | Path) -> None:
+        """Write ``path`` (JSON); with many features also ``path + '.weights.npy'``."""
+        path = Path(path)
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        d = self.to_dict()
+        if self.n_features >= NPY_SIDECAR_MIN_FEATURES:
+            np.save(str(path) + ".weights.npy", self.weights)
+            d["weights_npy"] = path.name + ".weights.npy"
+        path.write_text(json.dumps(d, indent=1, default=_json_default))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "RankingModel":
+        """Read a model written by :meth:`save` (or any JSON with ``weights``, ``solver``, ``C``)."""
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read model file {path}: {exc}") from exc
+        for key in ("weights", "solver", "C"):
+            if key not in d:
+                raise ValueError(f"model file {path} has no {key!r}")
+        sidecar = d.get("weights_npy")
+        if sidecar and (path.parent / sidecar).exists():
+            weights = np.load(path.parent / sidecar)
+        else:
+            weights = np.asarray(d["weights"], dtype=np.float64)
+        return cls(
+            weights=weights,
+            solver=d["solver"],
+            C=float(d["C"]),
+            lam=float(d.get("lam", math.nan)),
+            tol=float(d.get("tol", math.nan)),
+            counting=d.get("counting", "selection"),
+            summary=d.get("summary", {}),
+            created=d.get("created", ""),
+        )
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

@@ -1,0 +1,145 @@
+"""Train a linear ranker: pick the objective for a solver, run it, wrap a model."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .conventions import c_from_lambda, lambda_from_c
+from .data.block import RankingData
+from .engines.base import Engine
+from .engines.local import LocalEngine
+from .kernels.counting import DEFAULT_COUNTING, check_counting_method
+from .model import RankingModel
+from .objectives.base import Objective
+from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
+from .solvers.bmrm import bmrm
+from .solvers.result import SolverResult
+from .solvers.tron import tron
+
+log = logging.getLogger("sparkrank")
+
+DEFAULT_C = 1.0
+DEFAULT_TOL = 1e-3
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """How a solver name maps to an objective and an optimiser."""
+
+    name: str
+    loss: str
+    make_objective: Callable[[Engine, float, str], Objective]
+    run: Callable[..., SolverResult]
+    default_max_iter: int
+
+
+SOLVERS: dict[str, SolverSpec] = {
+    "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000),
+    "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
+}
+
+
+def solver_spec(name: str) -> SolverSpec:
+    if name not in SOLVERS:
+        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+    return SOLVERS[name]
+
+
+def resolve_c(engine: Engine, C: float | None, lam: float | None) -> float:
+    """The LIBLINEAR ``C`` from either ``C`` or ``λ`` (exactly one, or neither for the default)."""
+    if C is not None and lam is not None:
+        raise ValueError("give either C or lambda, not both")
+    if lam is not None:
+        return c_from_lambda(lam, engine.summary.n_pairs)
+    return DEFAULT_C if C is None else float(C)
+
+
+def make_objective(engine: Engine, solver: str, C: float, counting: str = DEFAULT_COUNTING) -> Objective:
+    """The training objective of ``solver`` with LIBLINEAR-convention ``C`` on ``engine``'s data."""
+    return solver_spec(solver).make_objective(engine, C, check_counting_method(counting))
+
+
+def train(
+    data: RankingData | Engine,
+    *,
+    solver: str = "tron",
+    C: float | None = None,
+    lam: float | None = None,
+    tol: float = DEFAULT_TOL,
+    counting: str = DEFAULT_COUNTING,
+    max_iter: int | None = None,
+    w0: np.ndarray | None = None,
+) -> RankingModel:
+    """Train a linear ranker.
+
+    Parameters
+    ----------
+    data : RankingData or Engine
+        Training rows (wrapped in a :class:`LocalEngine`) or an engine.
+    solver : {"tron", "bmrm"}
+        ``tron``: L2-loss RankSVM by trust-region Newton; ``bmrm``: L1-loss RankSVM by
+        cutting planes.
+    C, lam : float, optional
+        Regularisation, LIBLINEAR ``C`` (default 1) or BMRM ``λ``; converted with
+        :mod:`sparkrank.conventions`.
+    tol : float
+        TRON: relative gradient norm; BMRM: absolute gap.
+    counting : {"selection", "rbtree", "direct", "pairs"}
+    max_iter : int, optional
+    w0 : ndarray, optional
+        Warm start.
+
+    Returns
+    -------
+    RankingModel
+    """
+    spec = solver_spec(solver)
+    engine = LocalEngine(data) if isinstance(data, RankingData) else data
+    C = resolve_c(engine, C, lam)
+    summary = engine.summary
+    log.info(
+        "training %s (%s): %d rows, %d features, %d groups (%d without pairs), %d pairs, C=%g",
+        solver, spec.loss, summary.n_rows, summary.n_features, summary.n_groups,
+        summary.n_groups_without_pairs, summary.n_pairs, C,
+    )
+    objective = make_objective(engine, solver, C, counting)
+    if w0 is not None:
+        w0 = np.asarray(w0, dtype=np.float64)
+        if w0.shape != (summary.n_features,):
+            raise ValueError(f"initial weights have shape {w0.shape}, expected ({summary.n_features},)")
+    result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter)
+    log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
+             solver, result.iterations, result.message, result.objective, result.seconds)
+    return RankingModel(
+        weights=result.w,
+        solver=solver,
+        C=C,
+        lam=lambda_from_c(C, summary.n_pairs),
+        tol=tol,
+        counting=counting,
+        summary={
+            "iterations": result.iterations,
+            "objective": result.objective,
+            "converged": result.converged,
+            "message": result.message,
+            "seconds": result.seconds,
+            "history": result.history,
+            "n_rows": summary.n_rows,
+            "n_groups": summary.n_groups,
+            "n_groups_without_pairs": summary.n_groups_without_pairs,
+            "n_pairs": summary.n_pairs,
+        },
+    )
+
+
+def training_objective_value(model: RankingModel, engine: Engine) -> float:
+    """The model's own training objective (same loss and C) at its weights on ``engine``'s data."""
+    n = engine.summary.n_features
+    w = np.zeros(n)
+    k = min(n, model.n_features)
+    w[:k] = model.weights[:k]
+    return make_objective(engine, model.solver, model.C, model.counting).value(w)

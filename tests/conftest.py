@@ -1,0 +1,35 @@
+"""Shared fixtures: paths of the shared real data, small random ranking problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+MQ2008 = SHARED_DATA / "MQ2008" / "Fold1"
+CADATA = SHARED_DATA / "cadata" / "cadata"
+
+
+def require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"shared data {path} not available")
+    return path
+
+
+def explicit_pairs(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (upper, lower) index pairs with y_upper > y_lower inside each group: the O(m²) oracle."""
+    upper, lower = [], []
+    for g in range(len(offsets) - 1):
+        idx = np.arange(offsets[g], offsets[g + 1])
+        yy = labels[idx]
+        u, l = np.nonzero(yy[:, None] > yy[None, :])
+        upper.append(idx[u])
+        lower.append(idx[l])
+    return np.concatenate(upper or [np.zeros(0, int)]), np.concatenate(lower or [np.zeros(0, int)])
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
