@@ -58,17 +58,16 @@ class QueryGroups:
         if m:
             new_level[1:] = (sorted_labels[1:] != sorted_labels[:-1]) | (sorted_groups[1:] != sorted_groups[:-1])
         level_id = np.cumsum(new_level) - 1  # global level index, increasing
-        first_level_of_group = np.zeros(sizes.size, dtype=np.int64)
-        nonempty = sizes > 0
-        first_level_of_group[nonempty] = level_id[offsets[:-1][nonempty]]
+        level_starts = np.flatnonzero(new_level)
+        level_group = sorted_groups[level_starts]
+        n_levels = np.bincount(level_group, minlength=sizes.size).astype(np.int32)
+        # first global level of each group = number of levels in the groups before it
+        first_level_of_group = np.concatenate([[0], np.cumsum(n_levels, dtype=np.int64)[:-1]])
         label_rank = np.empty(m, dtype=np.int32)
         label_rank[order] = (level_id - first_level_of_group[sorted_groups]).astype(np.int32)
-        n_levels = np.add.reduceat(new_level, offsets[:-1]).astype(np.int32) if m else np.zeros(0, np.int32)
-        n_levels[~nonempty] = 0
-        # pairs in a group = (n_g^2 - sum over levels of n_level^2) / 2
-        level_sizes = np.diff(np.append(np.flatnonzero(new_level), m)) if m else np.zeros(0, np.int64)
-        level_group = sorted_groups[np.flatnonzero(new_level)] if m else np.zeros(0, np.int64)
-        sq = np.bincount(level_group, weights=level_sizes.astype(np.float64) ** 2, minlength=sizes.size)
+        # pairs in a group = (n_g^2 - sum over its levels of n_level^2) / 2
+        level_sizes = np.diff(np.append(level_starts, m)).astype(np.float64)
+        sq = np.bincount(level_group, weights=level_sizes**2, minlength=sizes.size)
         pairs = ((sizes.astype(np.float64) ** 2 - sq) / 2).round().astype(np.int64)
         return cls(labels, offsets, label_rank, n_levels, pairs)
 

@@ -77,7 +77,9 @@ def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return order
 
 
-@njit(cache=True, nogil=True)
+# not cache=True: numba cannot cache functions that take other jitted functions as
+# arguments (numba#2956: "underlying object has vanished" when saving the index)
+@njit(nogil=True)
 def _sweep(
     sorted_scores, sorted_rank, sorted_labels, sorted_values, offsets, n_levels, margin, inclusive,
     descending, new, reset, insert, above, below,

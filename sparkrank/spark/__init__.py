@@ -1,0 +1,1 @@
+"""The Spark side: session, distributed blocks and the :class:`SparkEngine`."""

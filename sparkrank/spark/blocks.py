@@ -1,0 +1,287 @@
+"""Executor side: decoded blocks kept as memory-mapped files, and the per-pass tasks.
+
+Why files: PySpark's RDD cache holds pickled bytes that every pass must send from the
+JVM to Python and unpickle again (SPARK-NOTES: 1-2.4 s per pass for 1M rows, against
+0.1-0.3 s for the products themselves), and Python-worker globals are not pinned to
+partitions.  So each block is decoded once, written as ``.npy`` arrays under the
+executor's own working directory, and every later task of any Python worker of that
+executor memory-maps them: no copy, no unpickling, one copy in the page cache.  The
+cached Spark dataset is only a tiny *reference* per partition, whose lineage rebuilds
+the block if an executor is lost; a task that lands on a host without the file raises
+:class:`BlockMissingError` and the driver rebuilds the store (``engine.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import socket
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..data.block import DataError, RankingData
+from ..data.groups import QueryGroups
+from ..engines.linalg import csr_dot, csr_tdot
+
+REF_SCHEMA = (
+    "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "
+    "n_groups_without_pairs long, width int, nbytes long, error string"
+)
+_ARRAYS = ("indptr", "indices", "data", "labels", "offsets", "label_rank", "n_levels", "pairs_per_group")
+
+
+class BlockMissingError(RuntimeError):
+    """The block file of a partition is not on the host that runs the task."""
+
+
+@dataclass(frozen=True)
+class CsrArrays:
+    """A read-only CSR matrix as bare arrays (memory-mapped); what ``csr_dot`` needs."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Block:
+    X: CsrArrays
+    groups: QueryGroups
+    qids: np.ndarray | None
+
+
+def store_root() -> str:
+    """The executor's working directory for this application (SparkFiles root)."""
+    from pyspark import SparkFiles
+
+    return SparkFiles.getRootDirectory()
+
+
+def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str):
+    """A ``mapInArrow`` function: Arrow batches of one partition -> one block file + one ref row."""
+    import pyarrow as pa
+
+    from ..data.arrow import table_to_csr
+
+    dtype = np.dtype(dtype_name).type
+
+    def task(batches: Iterator["pa.RecordBatch"]):
+        from pyspark import TaskContext
+
+        pid = TaskContext.get().partitionId()
+        batches = list(batches)
+        where = f"partition {pid}: "
+        ref = {"partition": pid, "path": "", "host": socket.gethostname(), "n_rows": 0, "n_groups": 0,
+               "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nbytes": 0, "error": None}
+        try:
+            table = pa.Table.from_batches(batches) if batches else None
+            if table is None or table.num_rows == 0:
+                data = RankingData.from_arrays(np.zeros((0, 0)), np.zeros(0), None if qid_col is None else np.zeros(0))
+            else:
+                labels = _labels(table, label_col, qid_col, where)
+                qid = None if qid_col is None else _qids(table, qid_col, where)
+                X = table_to_csr(table, spec, None, dtype, where)
+                data = _with_context(lambda: RankingData.from_arrays(X, labels, qid, dtype=dtype), table, qid_col, where)
+            path = os.path.join(store_root(), "sparkrank-blocks", store_id, f"part-{pid:05d}")
+            ref.update(_write_block(path, data))
+        except DataError as exc:
+            ref["error"] = str(exc)
+        yield pa.RecordBatch.from_pylist([ref], schema=_ref_arrow_schema())
+
+    return task
+
+
+def _ref_arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([("partition", pa.int32()), ("path", pa.string()), ("host", pa.string()),
+                      ("n_rows", pa.int64()), ("n_groups", pa.int64()), ("n_pairs", pa.int64()),
+                      ("n_groups_without_pairs", pa.int64()), ("width", pa.int32()), ("nbytes", pa.int64()),
+                      ("error", pa.string())])
+
+
+def _sample(table, qid_col, row: int) -> str:
+    qid = f", qid={table.column(qid_col)[row].as_py()!r}" if qid_col else ""
+    return f"(row {row} of the partition{qid})"
+
+
+def _labels(table, label_col, qid_col, where) -> np.ndarray:
+    col = table.column(label_col)
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataError(f"{where}column {label_col!r} is null in {col.null_count} rows, e.g. {_sample(table, qid_col, row)}")
+    y = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise DataError(f"{where}column {label_col!r} is {y[bad[0]]!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}")
+    return y
+
+
+def _qids(table, qid_col, where) -> np.ndarray:
+    col = table.column(qid_col)
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, e.g. row {row} of the partition")
+    return col.to_numpy(zero_copy_only=False)
+
+
+def _with_context(build, table, qid_col, where):
+    try:
+        return build()
+    except DataError as exc:
+        raise DataError(f"{where}{exc}") from None
+
+
+def _write_block(path: str, data: RankingData) -> dict:
+    if os.path.exists(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    g = data.groups
+    arrays = {"indptr": data.X.indptr.astype(np.int64), "indices": data.X.indices.astype(np.int32),
+              "data": data.X.data, "labels": g.labels, "offsets": g.offsets, "label_rank": g.label_rank,
+              "n_levels": g.n_levels, "pairs_per_group": g.pairs_per_group}
+    if data.qids is not None:
+        arrays["qids"] = np.asarray(data.qids)
+    nbytes = 0
+    for name, arr in arrays.items():
+        np.save(os.path.join(path, name + ".npy"), np.ascontiguousarray(arr))
+        nbytes += arr.nbytes
+    return {"path": path, "n_rows": data.n_rows, "n_groups": g.n_groups, "n_pairs": g.n_pairs,
+            "n_groups_without_pairs": g.n_groups_without_pairs, "width": data.n_features, "nbytes": nbytes}
+
+
+_OPEN: dict[str, Block] = {}
+
+
+def open_block(path: str, width: int) -> Block:
+    """Memory-map a block (cached per Python worker)."""
+    block = _OPEN.get(path)
+    if block is not None:
+        return block
+    if not os.path.isdir(path):
+        raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
+    a = {name: np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r")) for name in _ARRAYS}
+    n_rows = a["indptr"].shape[0] - 1
+    qpath = os.path.join(path, "qids.npy")
+    qids = np.load(qpath) if os.path.exists(qpath) else None
+    block = Block(
+        CsrArrays(a["indptr"], a["indices"], a["data"], (n_rows, width)),
+        QueryGroups(a["labels"], a["offsets"], a["label_rank"], a["n_levels"], a["pairs_per_group"]),
+        qids,
+    )
+    _OPEN[path] = block
+    return block
+
+
+def remove_store(paths: list[str]) -> None:
+    for path in paths:
+        _OPEN.pop(path, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _state_file(path: str, state_id: int) -> str:
+    return os.path.join(path, f"state-{state_id}.pkl")
+
+
+def _drop_states(path: str, released: tuple[int, ...]) -> None:
+    for sid in released:
+        try:
+            os.remove(_state_file(path, sid))
+        except FileNotFoundError:
+            pass
+
+
+def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
+                       released: tuple[int, ...]):
+    """Executor mode: ``X·w``, the kernel on this block's groups, ``Xᵀc``; keeps state on disk."""
+
+    def task(refs) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        w = w_bc.value
+        for ref in refs:
+            if ref.n_rows == 0:
+                continue
+            block = open_block(ref.path, ref.width)
+            _drop_states(ref.path, released)
+            state = None
+            if in_state is not None:
+                with open(_state_file(ref.path, in_state), "rb") as f:
+                    state = pickle.load(f)
+            scores = csr_dot(block.X, w[: ref.width])
+            result = kernel(block.groups, scores, state)
+            if out_state is not None:
+                with open(_state_file(ref.path, out_state), "wb") as f:
+                    pickle.dump(result.state, f, protocol=pickle.HIGHEST_PROTOCOL)
+            grad = None
+            if result.coef is not None:
+                grad = np.zeros(n_features)
+                grad[: ref.width] = csr_tdot(block.X, result.coef)
+            yield np.asarray(result.stats, dtype=np.float64), grad
+
+    return task
+
+
+def scores_task(w_bc):
+    """Driver mode, first half: each partition's scores ``X·w`` tagged with its index."""
+
+    def task(refs):
+        w = w_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                yield ref.partition, csr_dot(open_block(ref.path, ref.width).X, w[: ref.width])
+
+    return task
+
+
+def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
+    """Driver mode, second half: ``Xᵀc`` with this partition's slice of the broadcast ``c``."""
+
+    def task(refs):
+        c = c_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                lo = row_start[ref.partition]
+                grad = np.zeros(n_features)
+                grad[: ref.width] = csr_tdot(open_block(ref.path, ref.width).X, c[lo: lo + ref.n_rows])
+                yield grad
+
+    return task
+
+
+def labels_task():
+    """Driver mode set-up: each partition's labels and group ids, tagged with its index."""
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                b = open_block(ref.path, ref.width)
+                sizes = np.diff(b.groups.offsets)
+                qid_rows = None if b.qids is None else np.repeat(b.qids, sizes)
+                yield ref.partition, np.array(b.groups.labels), qid_rows
+
+    return task
+
+
+def cleanup_task():
+    """Delete this partition's block directory (and its kernel states)."""
+
+    def task(refs):
+        for ref in refs:
+            remove_store([ref.path])
+        yield 0
+
+    return task
+
+
+def add_pair(a: Any, b: Any):
+    """``treeAggregate`` combiner for ``(stats, gradient)`` tuples (``None`` = nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    stats = a[0] + b[0]
+    grad = None if a[1] is None else a[1] + b[1]
+    return stats, grad

@@ -1,0 +1,256 @@
+"""SparkEngine: the local engine's interface over distributed, cached blocks.
+
+Two placements of the score-space kernel (DESIGN §2):
+
+* ``executor``: rows are hash-partitioned by query id so no group is ever split; each
+  task runs the kernel on its own groups and returns only ``(stats, Xᵀc)``, summed by
+  ``treeAggregate``.  The driver never holds an m-length array.  Kernel state (TRON's
+  sorted order) stays beside the block on the executor.
+* ``driver``: the only choice for one global ranking.  Executors compute ``X·w``; the
+  driver gathers the scores, runs the kernel over the global groups, broadcasts ``c``;
+  executors compute ``Xᵀc`` from their slice; ``treeAggregate`` sums.
+
+Every pass broadcasts the vector and destroys the broadcast afterwards (Spark ML's
+``RDDLossFunction``).  Blocks live as memory-mapped files on the executors
+(``blocks.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+from typing import Literal
+
+import numpy as np
+
+from ..data.arrow import FeatureSpec
+from ..data.block import DataError
+from ..data.groups import QueryGroups
+from ..engines.base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
+from . import blocks
+
+log = logging.getLogger("sparkrank.spark")
+
+Placement = Literal["auto", "executor", "driver"]
+_ROW_ID = "__sparkrank_row_id"
+
+
+class SparkEngine(Engine):
+    """Runs passes over a Spark DataFrame of ranking rows.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        One row per item: a label column, optionally a group-id column, and features as a
+        Spark ML vector, an array column, or ``indices``/``values`` list columns.
+    label_col, qid_col, features_col : str
+        Column names; ``qid_col=None`` (or a missing column) means one global ranking.
+    placement : {"auto", "executor", "driver"}
+        Where the kernel runs; ``auto`` = executor when there are group ids.
+    num_partitions : int, optional
+        Blocks to build (default: the context's default parallelism).
+    dtype : float64 or float32
+        Feature storage precision on the executors.
+    aggregation_depth : int
+        Depth of ``treeAggregate``.
+    n_features : int, optional
+        Feature count (default: the largest index seen + 1).
+    """
+
+    def __init__(
+        self,
+        df,
+        *,
+        label_col: str = "label",
+        qid_col: str | None = "qid",
+        features_col: str = "features",
+        placement: Placement = "auto",
+        num_partitions: int | None = None,
+        dtype: type = np.float64,
+        aggregation_depth: int = 2,
+        n_features: int | None = None,
+    ):
+        self.spark = df.sparkSession
+        self.sc = self.spark.sparkContext
+        names = df.columns
+        if label_col not in names:
+            raise DataError(f"no label column {label_col!r}; columns are {', '.join(names)}")
+        if qid_col is not None and qid_col not in names:
+            qid_col = None
+        self.label_col, self.qid_col = label_col, qid_col
+        self.spec = FeatureSpec.detect(names, features_col)
+        if placement == "auto":
+            placement = "executor" if qid_col else "driver"
+        if placement not in ("executor", "driver"):
+            raise ValueError(f"placement must be auto, executor or driver, got {placement!r}")
+        if placement == "executor" and qid_col is None:
+            raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
+        self.placement = placement
+        self.num_partitions = num_partitions or self.sc.defaultParallelism
+        self.dtype = np.dtype(dtype).name
+        self.aggregation_depth = aggregation_depth
+        self._requested_features = n_features
+        self._state_ids = itertools.count(1)
+        self._released: list[int] = []
+        self._driver_states: dict[int, object] = {}
+        self._df = self._arrange(df)
+        self._build()
+
+    # -- building the blocks ---------------------------------------------------------------
+    def _arrange(self, df):
+        from pyspark.sql import functions as F
+
+        cols = [self.label_col] + ([self.qid_col] if self.qid_col else [])
+        cols += [self.spec.features_col] if self.spec.features_col else [self.spec.indices_col, self.spec.values_col]
+        df = df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id())
+        P = self.num_partitions
+        if self.placement == "executor":
+            # hash partitioning by query id: a group is never split across partitions
+            df = df.repartition(P, self.qid_col).sortWithinPartitions(self.qid_col, _ROW_ID)
+        elif self.qid_col:
+            # range partitioning keeps groups contiguous in the global (partition-major) order
+            df = df.repartitionByRange(P, self.qid_col, _ROW_ID).sortWithinPartitions(self.qid_col, _ROW_ID)
+        else:
+            df = df.repartitionByRange(P, _ROW_ID).sortWithinPartitions(_ROW_ID)
+        return df.drop(_ROW_ID)
+
+    def _build(self) -> None:
+        t0 = time.perf_counter()
+        self.store_id = uuid.uuid4().hex[:12]
+        task = blocks.build_block_task(self.store_id, self.label_col, self.qid_col, self.spec, self.dtype)
+        self._refs_df = self._df.mapInArrow(task, blocks.REF_SCHEMA).cache()
+        refs = sorted(self._refs_df.collect(), key=lambda r: r.partition)
+        errors = [r.error for r in refs if r.error]
+        if errors:
+            self._refs_df.unpersist()
+            raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
+        self.refs = refs
+        # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
+        # row conversion, and the cached partitions keep the executor locality of the blocks
+        self._refs_rdd = self._refs_df.rdd.persist()
+        self._refs_rdd.count()
+        width = max((r.width for r in refs), default=0)
+        if self._requested_features is not None and width > self._requested_features:
+            raise DataError(f"data has feature index {width - 1} but n_features={self._requested_features}")
+        self.n_features = self._requested_features or width
+        self.row_start: dict[int, int] = {}
+        start = 0
+        for r in refs:
+            self.row_start[r.partition] = start
+            start += r.n_rows
+        n_rows = start
+        if self.placement == "driver":
+            self._collect_driver_groups()
+            g = self.groups
+            self._summary = DataSummary(n_rows, self.n_features, g.n_groups, g.n_pairs, g.n_groups_without_pairs)
+        else:
+            self._summary = DataSummary(n_rows, self.n_features, sum(r.n_groups for r in refs),
+                                        sum(r.n_pairs for r in refs), sum(r.n_groups_without_pairs for r in refs))
+        s = self._summary
+        log.info("spark %s placement: %d partitions, %d rows, %d groups (%d without pairs), %d pairs, "
+                 "%d features, %.1f MB cached as memory-mapped blocks, built in %.1fs",
+                 self.placement, len(refs), s.n_rows, s.n_groups, s.n_groups_without_pairs, s.n_pairs,
+                 s.n_features, sum(r.nbytes for r in refs) / 1e6, time.perf_counter() - t0)
+
+    def _collect_driver_groups(self) -> None:
+        parts = sorted(self._refs_rdd.mapPartitions(blocks.labels_task()).collect(), key=lambda t: t[0])
+        labels = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        if self.qid_col and parts:
+            qids = np.concatenate([p[2] for p in parts])
+            change = np.ones(len(qids), dtype=bool)
+            change[1:] = qids[1:] != qids[:-1]
+            offsets = np.append(np.flatnonzero(change), len(qids)).astype(np.int64)
+            self.groups = QueryGroups.from_offsets(labels, offsets)
+        else:
+            self.groups = QueryGroups.single(labels)
+
+    # -- the Engine interface ------------------------------------------------------------
+    @property
+    def summary(self) -> DataSummary:
+        return self._summary
+
+    def run(self, vector, kernel: ScoreKernel, *, state=None, keep_state=False) -> PassResult:
+        if state is not None and state.released:
+            raise RuntimeError("kernel state was already released")
+        vector = np.ascontiguousarray(vector, dtype=np.float64)
+        for attempt in (1, 2):
+            try:
+                if self.placement == "executor":
+                    return self._run_executor(vector, kernel, state, keep_state)
+                return self._run_driver(vector, kernel, state, keep_state)
+            except Exception as exc:  # a block file missing on the task's host: rebuild once
+                if attempt == 2 or "BlockMissingError" not in str(exc):
+                    raise
+                log.warning("block files missing on an executor; rebuilding the block store")
+                self._refs_rdd.unpersist()
+                self._refs_df.unpersist()
+                self._build()
+
+    def _run_executor(self, vector, kernel, state, keep_state) -> PassResult:
+        out_id = next(self._state_ids) if keep_state else None
+        in_id = None if state is None else state.payload
+        released, self._released = tuple(self._released), []
+        bw = self.sc.broadcast(vector)
+        try:
+            task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released)
+            total = self._refs_rdd.mapPartitions(task).treeAggregate(
+                None, blocks.add_pair, blocks.add_pair, depth=self.aggregation_depth)
+        finally:
+            bw.destroy()
+        stats, grad = total if total is not None else (np.zeros(0), None)
+        return PassResult(stats, grad, StateHandle(out_id) if keep_state else None)
+
+    def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
+        bw = self.sc.broadcast(vector)
+        try:
+            parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
+        finally:
+            bw.destroy()
+        scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        result = kernel(self.groups, scores, None if state is None else self._driver_states[state.payload])
+        grad = None
+        if result.coef is not None:
+            bc = self.sc.broadcast(np.ascontiguousarray(result.coef, dtype=np.float64))
+            try:
+                grad = self._refs_rdd.mapPartitions(blocks.gradient_task(bc, self.row_start, self.n_features)) \
+                    .treeAggregate(None, _add, _add, depth=self.aggregation_depth)
+            finally:
+                bc.destroy()
+            if grad is None:
+                grad = np.zeros(self.n_features)
+        handle = None
+        if keep_state:
+            sid = next(self._state_ids)
+            self._driver_states[sid] = result.state
+            handle = StateHandle(sid)
+        return PassResult(np.asarray(result.stats, dtype=np.float64), grad, handle)
+
+    def release(self, state: StateHandle) -> None:
+        if state.released:
+            return
+        state.released = True
+        if self.placement == "executor":
+            self._released.append(state.payload)  # deleted by the next pass's tasks
+        else:
+            self._driver_states.pop(state.payload, None)
+
+    def close(self) -> None:
+        """Delete the block files and drop the cached references."""
+        if getattr(self, "_refs_df", None) is None:
+            return
+        try:
+            self._refs_rdd.mapPartitions(blocks.cleanup_task()).collect()
+        finally:
+            self._refs_rdd.unpersist()
+            self._refs_df.unpersist()
+            self._refs_df = None
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b

@@ -1,0 +1,52 @@
+"""Get a SparkSession: the one spark-submit made, or an embedded ``local[*]`` one."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None):
+    """Return the active SparkSession or create one.
+
+    Under ``spark-submit`` the master and resources come from the command line; otherwise
+    an embedded ``local[*]`` session is started (UI off, quiet progress) whose Python
+    workers use this interpreter, so they import the same sparkrank and numba.
+
+    Parameters
+    ----------
+    master : str, optional
+        e.g. ``local[2]`` or ``spark://host:7077``; ignored if a session already runs.
+    app_name : str
+    conf : dict, optional
+        Extra Spark settings (``spark.driver.memory`` only works before the JVM starts).
+    """
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    submitted = SparkConf()  # holds spark-submit's settings when launched through it
+    builder = SparkSession.builder.appName(app_name)
+    if master or not submitted.contains("spark.master"):
+        builder = builder.master(master or "local[*]")
+    is_local = (master or submitted.get("spark.master", "local[*]")).startswith("local")
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        # workers must run this interpreter (it has numba, scipy and sparkrank)
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        "spark.pyspark.driver.python": sys.executable,
+    }
+    if is_local:
+        defaults["spark.driver.host"] = "127.0.0.1"
+        defaults["spark.driver.bindAddress"] = "127.0.0.1"
+    for key, value in {**defaults, **(conf or {})}.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if is_local else None
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
