@@ -19,11 +19,14 @@ from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from .data.block import DataError
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 
-ENGINES = ("local",)
+ENGINES = ("spark", "local")
+DEFAULT_ENGINE = "spark"
 
 EPILOG = """\
 examples:
-  sparkrank train --input sample:train --model model.json
+  sparkrank train --input sample:train --model model.json            # embedded Spark, local[*]
+  sparkrank train --input sample:train --model model.json --engine local
+  sparkrank train --input data.parquet --model m.json --master spark://host:7077
   sparkrank evaluate --model model.json --input sample:test
   sparkrank predict --model model.json --input sample:test --output scores.txt
   sparkrank convert --input train.txt --output train.parquet
@@ -42,6 +45,23 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--input", required=True, metavar="PATH", help=help_text)
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="feature storage precision (default float64)")
+    p.add_argument("--label-col", default="label", help="Parquet label column (default label)")
+    p.add_argument("--qid-col", default="qid", help="Parquet group-id column (default qid; missing = one ranking)")
+    p.add_argument("--features-col", default="features",
+                   help="Parquet features column: Spark ML vector or array (default features)")
+    p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
+
+
+def _add_engine(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
+                   help="spark: Spark (embedded local[*] unless --master or spark-submit); local: in-process")
+    g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077")
+    g.add_argument("--partitions", type=int, help="Spark blocks to build (default: default parallelism)")
+    g.add_argument("--placement", choices=("auto", "executor", "driver"), default="auto",
+                   help="where the pair counting runs: executor (grouped data, default) or driver")
+    g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
+    g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,14 +91,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
     p.add_argument("--init-model", metavar="MODEL", help="warm start from this model's weights")
     p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
-    p.add_argument("--engine", choices=ENGINES, default="local", help="where to compute (default local)")
+    _add_engine(p)
     _add_common(p)
 
     p = sub.add_parser("predict", help="score rows with a model",
                        description="Write one score per input row, in input order.")
     p.add_argument("--model", required=True, help="model JSON")
     _add_input(p, "rows to score (SVMlight/Parquet)")
-    p.add_argument("--output", required=True, metavar="SCORES", help="text file, one score per line")
+    p.add_argument("--output", required=True, metavar="SCORES",
+                   help="local engine: text file, one score per line in input order; "
+                        "spark engine: Parquet directory with a score column beside the input's other columns")
+    _add_engine(p)
     _add_common(p)
 
     p = sub.add_parser("evaluate", help="ranking metrics of a model on data",
@@ -90,13 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="letor: 1/log2(max(2,i)) (default); yahoo: 1/log2(i+1)")
     p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
                    help="NDCG of queries whose labels are all 0 (default zero, as LETOR's script)")
-    p.add_argument("--per-query", metavar="CSV", help="also write per-query metrics to this CSV")
+    p.add_argument("--per-query", metavar="PATH",
+                   help="also write per-query metrics: a CSV file (local engine) or a Parquet directory (spark)")
+    p.add_argument("--output-json", metavar="FILE", help="also write the overall metrics to this JSON file")
+    _add_engine(p)
     _add_common(p)
 
     p = sub.add_parser("convert", help="convert between SVMlight and Parquet",
                        description="SVMlight/LETOR -> Parquet (indices/values lists), or Parquet -> SVMlight.")
     _add_input(p, "source file (SVMlight or Parquet)")
     p.add_argument("--output", required=True, help="target: *.parquet for Parquet, anything else for SVMlight")
+    _add_engine(p)
     _add_common(p)
     return parser
 
@@ -110,26 +137,63 @@ def _setup_logging(args) -> None:
 def _load(args, n_features: int | None = None):
     from .data.io import read_ranking_data
 
-    return read_ranking_data(args.input, n_features=n_features, dtype=np.dtype(args.dtype).type)
+    return read_ranking_data(args.input, n_features=n_features, dtype=np.dtype(args.dtype).type,
+                             label_col=args.label_col, qid_col=args.qid_col, features_col=args.features_col)
+
+
+def _spark(args):
+    from .spark.session import get_session
+
+    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
+    return get_session(args.master, conf=conf)
+
+
+def _spark_frame(args):
+    from .spark.io import Columns, read_dataframe
+
+    return read_dataframe(_spark(args), args.input,
+                          columns=Columns(args.label_col, args.qid_col, args.features_col),
+                          feature_cols=args.feature_cols)
+
+
+def _make_engine(args, n_features: int | None = None):
+    """The engine over ``args.input``: in-process, or Spark blocks."""
+    if args.engine == "local":
+        from .engines.local import LocalEngine
+
+        if args.feature_cols:
+            raise ValueError("--feature-cols needs --engine spark")
+        return LocalEngine(_load(args, n_features))
+    from .spark.engine import SparkEngine
+
+    df, cols = _spark_frame(args)
+    return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                       placement=args.placement, num_partitions=args.partitions,
+                       dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth,
+                       n_features=n_features)
 
 
 def _cmd_train(args) -> int:
     from .model import RankingModel
     from .training import train
 
-    data = _load(args, args.n_features)
     w0 = None
-    if args.init_model:
-        init = RankingModel.load(args.init_model)
-        data = data.with_features(max(data.n_features, init.n_features))
-        w0 = np.zeros(data.n_features)
-        w0[: init.n_features] = init.weights
-    model = train(data, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
-                  counting=args.counting, max_iter=args.max_iter, w0=w0)
+    init = RankingModel.load(args.init_model) if args.init_model else None
+    n_features = args.n_features
+    if init is not None:
+        n_features = max(n_features or 0, init.n_features) or None
+    with _make_engine(args, n_features) as engine:
+        if init is not None:
+            w0 = np.zeros(engine.summary.n_features)
+            k = min(init.n_features, w0.shape[0])
+            w0[:k] = init.weights[:k]
+        model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
+                      counting=args.counting, max_iter=args.max_iter, w0=w0)
+    model.summary["engine"] = args.engine
     model.save(args.model)
     s = model.summary
-    print(f"trained {args.solver}: {s['iterations']} iterations, objective {s['objective']:.6g}, "
-          f"{s['seconds']:.2f}s, {s['n_pairs']} pairs; model written to {args.model}")
+    print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
+          f"objective {s['objective']:.6g}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; model written to {args.model}")
     return 0
 
 
@@ -144,6 +208,13 @@ def _cmd_predict(args) -> int:
     from .model import RankingModel
 
     model = RankingModel.load(args.model)
+    if args.engine == "spark":
+        from .spark.predict import predict_dataframe
+
+        df, cols = _spark_frame(args)
+        predict_dataframe(df, model, features_col=cols.features).write.mode("overwrite").parquet(args.output)
+        print(f"wrote scores to the Parquet directory {args.output}")
+        return 0
     data = _load_for_model(args, model)
     scores = data.to_input_order(model.predict(data))
     np.savetxt(args.output, scores, fmt="%.17g")
@@ -152,24 +223,30 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from .engines.local import LocalEngine
-    from .evaluation import evaluate_ranking, per_group_metrics
+    from .evaluation import per_group_metrics
+    from .evaluation.evaluate import evaluate_model
     from .model import RankingModel
-    from .training import training_objective_value
 
     model = RankingModel.load(args.model)
-    data = _load_for_model(args, model)
-    scores = model.predict(data)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
-    result = evaluate_ranking(data.groups, scores, **opts)
-    result["objective"] = (training_objective_value(model, LocalEngine(data))
-                           if data.groups.n_pairs else float("nan"))
-    result["solver"] = model.solver
-    result["C"] = model.C
+    with _make_engine(args, model.n_features) as engine:
+        result = evaluate_model(model, engine, **opts)
     print(json.dumps(result, indent=1))
-    if args.per_query:
-        per = per_group_metrics(data.groups, scores, **opts)
-        _write_per_query(args.per_query, data.qids, per)
+    if args.output_json:
+        Path(args.output_json).write_text(json.dumps(result, indent=1))
+    if args.per_query and args.engine == "spark":
+        from .spark.evaluate import per_query_metrics
+        from .spark.predict import predict_dataframe
+
+        df, cols = _spark_frame(args)
+        if cols.qid is None:
+            raise ValueError("--per-query needs a query-id column")
+        scored = predict_dataframe(df, model, features_col=cols.features)
+        per_query_metrics(scored, label_col=cols.label, qid_col=cols.qid, **opts) \
+            .write.mode("overwrite").parquet(args.per_query)
+    elif args.per_query:
+        data = _load_for_model(args, model)
+        _write_per_query(args.per_query, data.qids, per_group_metrics(data.groups, model.predict(data), **opts))
     return 0
 
 
@@ -184,12 +261,18 @@ def _write_per_query(path: str, qids, per: dict) -> None:
 
 
 def _cmd_convert(args) -> int:
+    out = Path(args.output)
+    to_parquet = out.suffix in (".parquet", ".pq")
+    if args.engine == "spark" and to_parquet:
+        df, cols = _spark_frame(args)
+        df.write.mode("overwrite").parquet(str(out))  # label, qid, indices, values
+        print(f"wrote {args.input} as the Parquet directory {out} (columns {', '.join(df.columns)})")
+        return 0
     from .data.io import write_parquet
     from .data.svmlight import write_svmlight
 
     data = _load(args)
-    out = Path(args.output)
-    if out.suffix in (".parquet", ".pq"):
+    if to_parquet:
         write_parquet(out, data)
     else:
         inverse = np.argsort(data.row_order)

@@ -86,3 +86,20 @@ def resolve_input(path: str) -> str:
     if path.startswith("sample:"):
         return str(sample_path(path.split(":", 1)[1]))
     return path
+
+
+def write_sample(directory: str | Path, *, seed: int = 2026) -> None:
+    """(Re)generate the bundled sample: ``train.svmlight`` (3,000 rows) and ``test.svmlight`` (1,000).
+
+    25 features, 40% non-zero, ~40 rows per query, 5 relevance grades; train and test
+    come from one draw so they share the true utility.
+    """
+    from .data.svmlight import write_svmlight
+
+    data, _ = make_ranking_data(4000, 25, rows_per_group=40, n_levels=5, density=0.4, seed=seed)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    qid = np.repeat(data.qids, data.groups.group_sizes)
+    split = int(data.groups.offsets[np.searchsorted(data.groups.offsets, 3000)])
+    for name, rows in (("train", slice(0, split)), ("test", slice(split, data.n_rows))):
+        write_svmlight(directory / f"{name}.svmlight", data.X[rows], data.labels[rows], qid[rows])

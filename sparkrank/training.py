@@ -138,8 +138,7 @@ def train(
 
 def training_objective_value(model: RankingModel, engine: Engine) -> float:
     """The model's own training objective (same loss and C) at its weights on ``engine``'s data."""
-    n = engine.summary.n_features
-    w = np.zeros(n)
-    k = min(n, model.n_features)
-    w[:k] = model.weights[:k]
+    from .evaluation.evaluate import model_weights_for
+
+    w = model_weights_for(model, engine.summary.n_features)
     return make_objective(engine, model.solver, model.C, model.counting).value(w)

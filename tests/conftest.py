@@ -33,3 +33,17 @@ def explicit_pairs(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One embedded local[2] SparkSession for the whole test session (creating one costs ~10 s)."""
+    import os
+
+    os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64") if os.path.isdir(
+        "/usr/lib/jvm/java-17-openjdk-amd64") else None
+    from sparkrank.spark.session import get_session
+
+    session = get_session("local[2]", app_name="sparkrank-tests", conf={"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()

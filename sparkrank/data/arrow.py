@@ -7,7 +7,8 @@ blocks (``mapInArrow`` hands them Arrow record batches).  Feature layouts:
 * a Spark ML vector column, which Arrow carries as its SQL struct
   ``<type: int8, size: int32, indices: list<int32>, values: list<double>>``
   (type 0 = sparse, 1 = dense), dense and sparse rows mixed;
-* a dense list<float|double> column (all rows the same length).
+* a dense list<float|double> column (all rows the same length);
+* a struct<indices, values> column (what the Spark SVMlight reader produces).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "") -> s
     dense = arr.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
     bad = np.argwhere(~np.isfinite(dense))
     if bad.size:
-        raise DataError(f"{where}feature column {int(bad[0, 1])} of row {int(bad[0, 0])} is {dense[bad[0, 0], bad[0, 1]]!r}")
+        raise DataError(f"{where}feature column {int(bad[0, 1])} of row {int(bad[0, 0])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
     X = sp.csr_matrix(dense)
     if n_features and n_features > width:
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
@@ -120,6 +121,10 @@ def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features
     col = table.column(spec.features_col)
     typ = col.type
     if pa.types.is_struct(typ):
+        names = {typ.field(i).name for i in range(typ.num_fields)}
+        if "type" not in names:  # a plain struct<indices, values> (sparkrank's SVMlight reader)
+            arr = _combine(col)
+            return lists_to_csr(arr.field("indices"), arr.field("values"), n_features, dtype, where)
         return vectors_to_csr(col, n_features, dtype, where)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
         return dense_lists_to_csr(col, n_features, dtype, where)
@@ -135,7 +140,7 @@ def _build(flat_v, flat_i, indptr, n_features, where) -> sp.csr_matrix:
     bad = np.flatnonzero(~np.isfinite(flat_v))
     if bad.size:
         k = int(bad[0])
-        raise DataError(f"{where}feature column {int(flat_i[k])} of row {_row_of(indptr, k)} is {flat_v[k]!r}")
+        raise DataError(f"{where}feature column {int(flat_i[k])} of row {_row_of(indptr, k)} is {float(flat_v[k])!r}")
     width = int(flat_i.max()) + 1 if flat_i.size else 0
     if n_features is not None and width > n_features:
         k = int(np.flatnonzero(flat_i >= n_features)[0])

@@ -148,12 +148,12 @@ def _check_finite(X: sp.csr_matrix, y: np.ndarray) -> None:
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
         r = int(bad[0])
-        raise DataError(f"label of row {r} is {y[r]!r}: labels must be finite ({bad.size} bad rows)")
+        raise DataError(f"label of row {r} is {float(y[r])!r}: labels must be finite ({bad.size} bad rows)")
     badnz = np.flatnonzero(~np.isfinite(X.data))
     if badnz.size:
         k = int(badnz[0])
         row = int(np.searchsorted(X.indptr, k, side="right") - 1)
         col = int(X.indices[k])
         raise DataError(
-            f"feature column {col} of row {row} is {X.data[k]!r}: features must be finite ({badnz.size} bad values)"
+            f"feature column {col} of row {row} is {float(X.data[k])!r}: features must be finite ({badnz.size} bad values)"
         )

@@ -48,7 +48,7 @@ class QueryGroups:
             raise ValueError("group offsets must be non-decreasing")
         bad = np.flatnonzero(~np.isfinite(labels))
         if bad.size:
-            raise ValueError(f"label of row {int(bad[0])} is not finite ({labels[bad[0]]!r}); {bad.size} such rows")
+            raise ValueError(f"label of row {int(bad[0])} is not finite ({float(labels[bad[0]])!r}); {bad.size} such rows")
         sizes = np.diff(offsets)
         group_of_row = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
         order = np.lexsort((labels, group_of_row))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from numba import njit
@@ -53,21 +52,36 @@ def _precedes(a, b, inclusive):
 
 
 _NUMPY_SORT_MIN_ROWS = 4096
+_INSERTION_SORT_MAX_ROWS = 16
 
 
 @njit(cache=True)
 def _sort_small_groups(scores, offsets, order, max_rows):
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
-        if end - start > max_rows:
+        n = end - start
+        if n > max_rows:
             continue
-        local = np.argsort(scores[start:end])
-        for t in range(end - start):
-            order[start + t] = start + local[t]
+        if n <= _INSERTION_SORT_MAX_ROWS:
+            # insertion sort in place: no allocation, a handful of compares per row
+            for t in range(start, end):
+                order[t] = t
+                key = scores[t]
+                u = t
+                while u > start and scores[order[u - 1]] > key:
+                    order[u] = order[u - 1]
+                    u -= 1
+                order[u] = t
+        else:
+            local = np.argsort(scores[start:end])
+            for t in range(n):
+                order[start + t] = start + local[t]
 
 
 def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Row indices ordered by ascending score inside each group (groups stay in place)."""
+    """Row indices ordered by ascending score inside each group (groups stay in place).
+
+    The order of tied scores is unspecified (the sweeps do not depend on it)."""
     order = np.empty(scores.shape[0], dtype=np.int64)
     _sort_small_groups(scores, offsets, order, _NUMPY_SORT_MIN_ROWS)
     # numpy's vectorised sort is several times faster than numba's on large groups
@@ -77,19 +91,88 @@ def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return order
 
 
-# not cache=True: numba cannot cache functions that take other jitted functions as
-# arguments (numba#2956: "underlying object has vanished" when saving the index)
-@njit(nogil=True)
-def _sweep(
-    sorted_scores, sorted_rank, sorted_labels, sorted_values, offsets, n_levels, margin, inclusive,
-    descending, new, reset, insert, above, below,
+@njit(cache=True, nogil=True)
+def _gather(order, lo, hi, scores, label_rank, values, labels, with_sums, with_labels,
+            sorted_scores, sorted_rank, sorted_values, sorted_labels):
+    # inputs in score order for positions lo..hi-1, so the sweeps read memory sequentially
+    for t in range(lo, hi):
+        row = order[t]
+        sorted_scores[t] = scores[row]
+        sorted_rank[t] = label_rank[row]
+        if with_sums:
+            sorted_values[t] = values[row]
+        if with_labels:
+            sorted_labels[t] = labels[row]
+
+
+@njit(cache=True, nogil=True)
+def _sweep_selection(
+    sorted_scores, sorted_rank, sorted_values, order, offsets, n_levels, margin, inclusive,
+    descending, with_sums, tree, out_count, out_sum,
 ):
-    # airola2011 Algorithm 3 lines 5-13 (ascending) and 14-22 (descending), with value sums
-    # as in lee-lin2014 Algorithm 2.  Inputs are gathered in score order so the sweep reads
-    # memory sequentially; outputs are in the same sorted positions.
     m = sorted_scores.shape[0]
     counts = np.zeros(m, dtype=np.int64)
-    sums = np.zeros(m, dtype=np.float64)
+    sums = np.zeros(m if with_sums else 0, dtype=np.float64)
+    ahead = trees.PREFETCH_DISTANCE
+    for g in range(offsets.shape[0] - 1):
+        start, end = offsets[g], offsets[g + 1]
+        k = n_levels[g]
+        if k < 2:
+            continue  # a single label level: no pairs in this group
+        height = trees.selection_reset(tree, k, with_sums)
+        prefetch = trees.selection_should_prefetch(k)
+        if not descending:
+            # t is the lower row; insert candidate upper rows j with p_j < p_t + δ
+            j = start
+            for t in range(start, end):
+                threshold = sorted_scores[t] + margin
+                while j < end and _precedes(sorted_scores[j], threshold, inclusive):
+                    if prefetch and j + ahead < end:
+                        trees.selection_prefetch(tree, sorted_rank[j + ahead], with_sums)
+                    value = sorted_values[j] if with_sums else 0.0
+                    trees.selection_insert_above_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                    j += 1
+                if prefetch and t + ahead < end:
+                    trees.selection_prefetch(tree, sorted_rank[t + ahead], with_sums)
+                n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
+        else:
+            # t is the upper row; insert candidate lower rows j with p_t < p_j + δ
+            j = end - 1
+            for t in range(end - 1, start - 1, -1):
+                while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
+                    if prefetch and j - ahead >= start:
+                        trees.selection_prefetch(tree, sorted_rank[j - ahead], with_sums)
+                    value = sorted_values[j] if with_sums else 0.0
+                    trees.selection_insert_below_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                    j -= 1
+                if prefetch and t - ahead >= start:
+                    trees.selection_prefetch(tree, sorted_rank[t - ahead], with_sums)
+                n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
+    _scatter(order, counts, sums, with_sums, out_count, out_sum)
+
+
+@njit(cache=True, nogil=True)
+def _scatter(order, counts, sums, with_sums, out_count, out_sum):
+    # results of sorted position t belong to row order[t]
+    for t in range(order.shape[0]):
+        row = order[t]
+        out_count[row] = counts[t]
+        if with_sums:
+            out_sum[row] = sums[t]
+
+
+@njit(nogil=True)  # not cached: first-class function arguments break numba's cache index
+def _sweep(
+    sorted_scores, sorted_rank, sorted_labels, sorted_values, order, offsets, n_levels, margin,
+    inclusive, descending, with_sums, out_count, out_sum, new, reset, insert, above, below,
+):
+    # The same sweep for any tree offering new/reset/insert/above/below (the red-black tree).
     n_groups = offsets.shape[0] - 1
     capacity = 1
     max_levels = 1
@@ -97,29 +180,78 @@ def _sweep(
         capacity = max(capacity, offsets[g + 1] - offsets[g])
         max_levels = max(max_levels, n_levels[g])
     tree = new(capacity, max_levels)
+    m = sorted_scores.shape[0]
+    counts = np.zeros(m, dtype=np.int64)
+    sums = np.zeros(m if with_sums else 0, dtype=np.float64)
     for g in range(n_groups):
         start, end = offsets[g], offsets[g + 1]
         if n_levels[g] < 2:
-            continue  # a single label level: no pairs in this group
+            continue
         reset(tree, n_levels[g])
         if not descending:
-            # t is the lower row; insert candidate upper rows j with p_j < p_t + δ
             j = start
             for t in range(start, end):
                 threshold = sorted_scores[t] + margin
                 while j < end and _precedes(sorted_scores[j], threshold, inclusive):
-                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j])
+                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j] if with_sums else 0.0)
                     j += 1
-                counts[t], sums[t] = above(tree, sorted_rank[t], sorted_labels[t])
+                n, s = above(tree, sorted_rank[t], sorted_labels[t])
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
         else:
-            # t is the upper row; insert candidate lower rows j with p_t < p_j + δ
             j = end - 1
             for t in range(end - 1, start - 1, -1):
                 while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
-                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j])
+                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j] if with_sums else 0.0)
                     j -= 1
-                counts[t], sums[t] = below(tree, sorted_rank[t], sorted_labels[t])
-    return counts, sums
+                n, s = below(tree, sorted_rank[t], sorted_labels[t])
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
+    _scatter(order, counts, sums, with_sums, out_count, out_sum)
+
+
+@njit(cache=True, nogil=True)
+def _sweep_direct(
+    sorted_scores, sorted_rank, sorted_values, order, offsets, n_levels, margin, inclusive,
+    descending, with_sums, out_count, out_sum,
+):
+    # _sweep with the direct count inlined (a cached, specialised copy)
+    max_levels = 1
+    for g in range(offsets.shape[0] - 1):
+        max_levels = max(max_levels, n_levels[g])
+    tree = trees.direct_new(1, max_levels)
+    m = sorted_scores.shape[0]
+    counts = np.zeros(m, dtype=np.int64)
+    sums = np.zeros(m if with_sums else 0, dtype=np.float64)
+    for g in range(offsets.shape[0] - 1):
+        start, end = offsets[g], offsets[g + 1]
+        if n_levels[g] < 2:
+            continue
+        trees.direct_reset(tree, n_levels[g])
+        if not descending:
+            j = start
+            for t in range(start, end):
+                threshold = sorted_scores[t] + margin
+                while j < end and _precedes(sorted_scores[j], threshold, inclusive):
+                    trees.direct_insert(tree, sorted_rank[j], 0.0, sorted_values[j] if with_sums else 0.0)
+                    j += 1
+                n, s = trees.direct_above(tree, sorted_rank[t], 0.0)
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
+        else:
+            j = end - 1
+            for t in range(end - 1, start - 1, -1):
+                while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
+                    trees.direct_insert(tree, sorted_rank[j], 0.0, sorted_values[j] if with_sums else 0.0)
+                    j -= 1
+                n, s = trees.direct_below(tree, sorted_rank[t], 0.0)
+                counts[t] = n
+                if with_sums:
+                    sums[t] = s
+    _scatter(order, counts, sums, with_sums, out_count, out_sum)
 
 
 @njit(cache=True)
@@ -140,21 +272,6 @@ def _all_pairs(scores, values, labels, offsets, margin, inclusive):
                     n_below[u] += 1
                     s_below[u] += values[lo]
     return n_above, n_below, s_above, s_below
-
-
-def _tree_functions(method: str) -> tuple[Callable, ...]:
-    if method == "selection":
-        return (trees.selection_new, trees.selection_reset, trees.selection_insert,
-                trees.selection_above, trees.selection_below)
-    if method == "direct":
-        return (trees.direct_new, trees.direct_reset, trees.direct_insert,
-                trees.direct_above, trees.direct_below)
-    if method == "rbtree":
-        from . import rbtree
-
-        return (rbtree.rbtree_new, rbtree.rbtree_reset, rbtree.rbtree_insert,
-                rbtree.rbtree_above, rbtree.rbtree_below)
-    raise ValueError(f"unknown counting method {method!r}; choose one of {', '.join(COUNTING_METHODS)}")
 
 
 def check_counting_method(method: str) -> str:
@@ -201,26 +318,70 @@ def count_support_pairs(
     """
     check_counting_method(method)
     scores = np.ascontiguousarray(scores, dtype=np.float64)
-    if scores.shape[0] != groups.n_rows:
-        raise ValueError(f"{scores.shape[0]} scores for {groups.n_rows} rows")
-    values = np.zeros_like(scores) if values is None else np.ascontiguousarray(values, dtype=np.float64)
+    m = scores.shape[0]
+    if m != groups.n_rows:
+        raise ValueError(f"{m} scores for {groups.n_rows} rows")
+    if values is not None:
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.shape[0] != m:
+            raise ValueError(f"{values.shape[0]} values for {m} rows")
+    # all-zero values (the L1 loss, the metrics) have all-zero sums: skip the sum work
+    with_sums = values is not None and bool(np.any(values))
     if method == "pairs":
-        result = _all_pairs(scores, values, groups.labels, groups.offsets, float(margin), bool(inclusive))
+        result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels,
+                            groups.offsets, float(margin), bool(inclusive))
         return PairCounts(*result)
     if order is None:
         order = sort_within_groups(scores, groups.offsets)
-    gathered = (scores[order], groups.label_rank[order], groups.labels[order], values[order])
-    common = (groups.offsets, groups.n_levels, float(margin), bool(inclusive))
-    tree = _tree_functions(method)
-    if scores.shape[0] >= _THREADED_MIN_ROWS:
-        # the two sweeps are independent: run them on two cores (the kernels release the GIL)
-        up = _POOL.submit(_sweep, *gathered, *common, False, *tree)
-        n_below_s, s_below_s = _sweep(*gathered, *common, True, *tree)
-        n_above_s, s_above_s = up.result()
     else:
-        n_above_s, s_above_s = _sweep(*gathered, *common, False, *tree)
-        n_below_s, s_below_s = _sweep(*gathered, *common, True, *tree)
-    result = [np.empty_like(a) for a in (n_above_s, n_below_s, s_above_s, s_below_s)]
-    for out, sorted_values in zip(result, (n_above_s, n_below_s, s_above_s, s_below_s)):
-        out[order] = sorted_values
-    return PairCounts(*result)
+        order = np.ascontiguousarray(order, dtype=np.int64)
+    threaded = m >= _THREADED_MIN_ROWS
+    with_labels = method == "rbtree"
+    sorted_scores = np.empty(m)
+    sorted_rank = np.empty(m, dtype=groups.label_rank.dtype)
+    sorted_values = np.empty(m if with_sums else 0)
+    sorted_labels = np.empty(m if with_labels else 0)
+    empty = np.empty(0)
+    gather_args = (scores, groups.label_rank, values if with_sums else empty, groups.labels, with_sums,
+                   with_labels, sorted_scores, sorted_rank, sorted_values, sorted_labels)
+    if threaded:
+        half = m // 2
+        first = _POOL.submit(_gather, order, 0, half, *gather_args)
+        _gather(order, half, m, *gather_args)
+        first.result()
+    else:
+        _gather(order, 0, m, *gather_args)
+
+    n_above, n_below = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    s_above, s_below = np.zeros(m), np.zeros(m)
+    common = (order, groups.offsets, groups.n_levels, float(margin), bool(inclusive))
+    if method == "selection":
+        max_levels = int(groups.n_levels.max()) if groups.n_groups else 1
+        max_rows = int(np.diff(groups.offsets).max()) if groups.n_groups else 1
+
+        def run(descending, out_count, out_sum):
+            tree = trees.selection_new(max_levels, max_rows, with_sums)
+            _sweep_selection(sorted_scores, sorted_rank, sorted_values, *common, descending, with_sums,
+                             tree, out_count, out_sum)
+    elif method == "direct":
+        def run(descending, out_count, out_sum):
+            _sweep_direct(sorted_scores, sorted_rank, sorted_values, *common, descending, with_sums,
+                          out_count, out_sum)
+    else:
+        from . import rbtree
+
+        functions = (rbtree.rbtree_new, rbtree.rbtree_reset, rbtree.rbtree_insert,
+                     rbtree.rbtree_above, rbtree.rbtree_below)
+
+        def run(descending, out_count, out_sum):
+            _sweep(sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
+                   out_count, out_sum, *functions)
+    if threaded:
+        # the two sweeps are independent: run them on two cores (the kernels release the GIL)
+        up = _POOL.submit(run, False, n_above, s_above)
+        run(True, n_below, s_below)
+        up.result()
+    else:
+        run(False, n_above, s_above)
+        run(True, n_below, s_below)
+    return PairCounts(n_above, n_below, s_above, s_below)

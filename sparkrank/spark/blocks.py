@@ -117,7 +117,7 @@ def _labels(table, label_col, qid_col, where) -> np.ndarray:
     y = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
-        raise DataError(f"{where}column {label_col!r} is {y[bad[0]]!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}")
+        raise DataError(f"{where}column {label_col!r} is {float(y[bad[0]])!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}")
     return y
 
 

@@ -1,0 +1,14 @@
+"""spark-submit job: `sparkrank train` on the Spark engine.
+
+    spark-submit --master spark://HOST:7077 jobs/train.py --help
+
+Every option of `sparkrank train` applies; `--engine spark` is implied and the master,
+memory and partitions come from spark-submit as usual.
+"""
+
+import sys
+
+from sparkrank.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["train", "--engine", "spark", *sys.argv[1:]]))

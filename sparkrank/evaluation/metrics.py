@@ -1,0 +1,491 @@
+"""Ranking metrics: pairwise accuracy, AUC / C-index and NDCG (DESIGN.md §3.5).
+
+Every convention (preference pairs, tied scores, NDCG gain and discount, queries with a
+zero ideal DCG) comes from :mod:`sparkrank.conventions`; this module only implements them.
+
+All per-group work is vectorised over groups: the pairwise metrics reduce the per-row
+counts of :func:`sparkrank.kernels.counting.count_support_pairs` (``O(m log m)`` per group,
+no pair is materialised), and NDCG uses one global ``lexsort`` plus segmented cumulative
+sums, so there is no Python loop over queries.
+
+Summary of the conventions applied here
+---------------------------------------
+* Pairs ``P = {(u, l): same group, y_u > y_l}``; ``N = |P|``.
+* Pairwise accuracy ``|{(u, l) in P: p_u > p_l}| / N``: a tied pair is *not* correct.
+* AUC ``(#{p_u > p_l} + ½ #{p_u == p_l}) / N`` (Wilcoxon–Mann–Whitney, ties count ½).
+* Pooled values are ratios over all pairs of all groups (not means of per-group values);
+  a group without pairs has a NaN per-group value and contributes nothing to the pool.
+* NDCG: gain ``2**y - 1``, discount ``"letor"`` (``1/log2(max(2, i))``) or ``"yahoo"``
+  (``1/log2(i + 1)``); rows ranked by score descending with tied scores ordered
+  pessimistically (lowest label first); NDCG@k with ``k`` above the group size uses the
+  whole group (as LETOR's evaluation script does).
+* A cut-off whose ideal DCG is not positive gets the ``zero_idcg`` rule: ``"zero"`` → 0,
+  ``"one"`` → 1, ``"skip"`` → NaN, left out of every average.  For labels ``>= 0`` this
+  happens exactly for groups whose labels are all 0 (the case
+  :mod:`sparkrank.conventions` describes).  Negative labels have negative gains, for
+  which NDCG is not meaningful; treating a non-positive ideal DCG like a zero one keeps
+  the value bounded instead of dividing by a negative number.
+* Empty groups have NaN for every per-group metric and are left out of every average.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+from numba import njit
+
+from ..conventions import (
+    DEFAULT_NDCG_DISCOUNT,
+    DEFAULT_ZERO_IDCG,
+    NdcgDiscount,
+    ZeroIdcgRule,
+    ndcg_discounts,
+    ndcg_gain,
+)
+from ..data.groups import QueryGroups
+from ..kernels.counting import DEFAULT_COUNTING, check_counting_method, count_support_pairs
+
+__all__ = [
+    "pairwise_accuracy",
+    "pairwise_accuracy_per_group",
+    "auc",
+    "auc_per_group",
+    "ndcg_at",
+    "mean_ndcg",
+    "evaluate_ranking",
+    "per_group_metrics",
+    "DEFAULT_KS",
+]
+
+#: Default NDCG cut-offs reported by :func:`evaluate_ranking`.
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+
+_ZERO_IDCG_RULES = ("zero", "one", "skip")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _check_scores(groups: QueryGroups, scores: np.ndarray) -> np.ndarray:
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    if scores.ndim != 1 or scores.shape[0] != groups.n_rows:
+        raise ValueError(f"expected {groups.n_rows} scores in a 1-d array, got shape {scores.shape}")
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValueError(f"score of row {int(bad[0])} is not finite ({float(scores[bad[0]])!r}); {bad.size} such rows")
+    return scores
+
+
+def _check_zero_idcg(zero_idcg: str) -> str:
+    if zero_idcg not in _ZERO_IDCG_RULES:
+        raise ValueError(f"unknown zero-IDCG rule {zero_idcg!r}; use one of {', '.join(_ZERO_IDCG_RULES)}")
+    return zero_idcg
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"NDCG cut-off k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def _group_sums_int(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Exact per-group sums of integer per-row values (empty groups give 0)."""
+    csum = np.zeros(values.shape[0] + 1, dtype=np.int64)
+    np.cumsum(values, out=csum[1:])
+    return csum[offsets[1:]] - csum[offsets[:-1]]
+
+
+@njit(cache=True)
+def _segmented_cumsum(values, offsets):
+    # Cumulative sums restarting at every group start; summing each group on its own keeps
+    # the result independent of the other groups (a global cumsum minus the group's start
+    # would lose precision and could turn an exact zero IDCG into a rounding residue).
+    out = np.empty_like(values)
+    for g in range(offsets.shape[0] - 1):
+        acc = 0.0
+        for t in range(offsets[g], offsets[g + 1]):
+            acc += values[t]
+            out[t] = acc
+    return out
+
+
+# --------------------------------------------------------------------------- pairwise
+
+
+def _misordered_counts(
+    groups: QueryGroups, scores: np.ndarray, method: str, *, with_strict: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-group ``#{(u,l) in P: p_u <= p_l}`` and optionally ``#{p_u < p_l}``."""
+    check_counting_method(method)
+    le_rows = count_support_pairs(groups, scores, margin=0.0, inclusive=True, method=method).n_above
+    le = _group_sums_int(le_rows, groups.offsets)
+    lt = None
+    if with_strict:
+        lt_rows = count_support_pairs(groups, scores, margin=0.0, inclusive=False, method=method).n_above
+        lt = _group_sums_int(lt_rows, groups.offsets)
+    return le, lt
+
+
+def _ratio_per_group(numerator: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    out = np.full(pairs.shape[0], np.nan)
+    has = pairs > 0
+    out[has] = numerator[has] / pairs[has]
+    return out
+
+
+def _pooled(numerator: float, n_pairs: int) -> float:
+    return float(numerator / n_pairs) if n_pairs > 0 else float("nan")
+
+
+def pairwise_accuracy_per_group(
+    groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING
+) -> np.ndarray:
+    """Pairwise accuracy of every group; NaN for groups without preference pairs.
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    method : {"selection", "rbtree", "direct", "pairs"}
+        Counting structure passed to :func:`count_support_pairs` (all give equal counts).
+
+    Returns
+    -------
+    float64 array (G,)
+        ``|{(u, l) in P_g: p_u > p_l}| / |P_g|``; tied scores count as not correct.
+    """
+    scores = _check_scores(groups, scores)
+    le, _ = _misordered_counts(groups, scores, method, with_strict=False)
+    pairs = groups.pairs_per_group
+    return _ratio_per_group(pairs - le, pairs)
+
+
+def pairwise_accuracy(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> float:
+    """Pooled pairwise accuracy ``|{(u, l) in P: p_u > p_l}| / N`` (lee-lin2014 §4.4).
+
+    Tied scores count as *not* correctly ordered, so a constant model scores 0.  The ratio
+    is over all pairs of all groups; NaN when the data has no pairs.
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    method : {"selection", "rbtree", "direct", "pairs"}
+        Counting structure passed to :func:`count_support_pairs`.
+
+    Returns
+    -------
+    float
+    """
+    scores = _check_scores(groups, scores)
+    le, _ = _misordered_counts(groups, scores, method, with_strict=False)
+    n_pairs = groups.n_pairs
+    return _pooled(n_pairs - int(le.sum()), n_pairs)
+
+
+def auc_per_group(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> np.ndarray:
+    """Per-group AUC / C-index with tied scores counted ½; NaN for groups without pairs.
+
+    See :func:`auc`.
+
+    Returns
+    -------
+    float64 array (G,)
+    """
+    scores = _check_scores(groups, scores)
+    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
+    pairs = groups.pairs_per_group
+    return _ratio_per_group(pairs - le + 0.5 * (le - lt), pairs)
+
+
+def auc(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> float:
+    """Pooled Wilcoxon–Mann–Whitney AUC with tied scores counted as one half.
+
+    ``(#{(u, l) in P: p_u > p_l} + ½ #{(u, l) in P: p_u == p_l}) / N``.  For two label
+    levels this is the AUC (per group, pooled over the pairs of all groups); for more
+    label levels it is the pairwise concordance ("C-index", Harrell's C without censoring)
+    over all preference pairs.  A constant model scores exactly 0.5.  NaN without pairs.
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    method : {"selection", "rbtree", "direct", "pairs"}
+        Counting structure passed to :func:`count_support_pairs`.
+
+    Returns
+    -------
+    float
+    """
+    scores = _check_scores(groups, scores)
+    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
+    n_pairs = groups.n_pairs
+    le_total, lt_total = int(le.sum()), int(lt.sum())
+    return _pooled(n_pairs - le_total + 0.5 * (le_total - lt_total), n_pairs)
+
+
+# --------------------------------------------------------------------------- NDCG
+
+
+class _NdcgTable:
+    """NDCG@j of every group at every cut-off ``j = 1..n_g``, laid out like the rows.
+
+    ``value[offsets[g] + j - 1]`` is NDCG@j of group ``g`` (NaN when the ``"skip"`` rule
+    applies); ``undefined`` marks the cut-offs whose ideal DCG is not positive.
+    """
+
+    def __init__(
+        self, groups: QueryGroups, scores: np.ndarray, discount: NdcgDiscount, zero_idcg: ZeroIdcgRule
+    ) -> None:
+        _check_zero_idcg(zero_idcg)
+        offsets = groups.offsets
+        sizes = groups.group_sizes
+        m = groups.n_rows
+        group_of_row = groups.group_of_row()
+        labels = groups.labels
+        max_size = int(sizes.max()) if sizes.size else 0
+        discounts = ndcg_discounts(max_size, discount)
+        # groups are contiguous and lexsort's last key is the group, so sorted position t
+        # still belongs to group_of_row[t]: its rank inside the group is t - offsets[g] + 1
+        position = np.arange(m, dtype=np.int64) - offsets[group_of_row]
+        disc = discounts[position]
+        # ranking: score descending, ties pessimistically (lowest label first)
+        ranked = np.lexsort((labels, -scores, group_of_row))
+        ideal = np.lexsort((-labels, group_of_row))
+        dcg = _segmented_cumsum(ndcg_gain(labels[ranked]) * disc, offsets)
+        idcg = _segmented_cumsum(ndcg_gain(labels[ideal]) * disc, offsets)
+        undefined = ~(idcg > 0.0)
+        value = np.empty(m, dtype=np.float64)
+        ok = ~undefined
+        value[ok] = dcg[ok] / idcg[ok]
+        value[undefined] = {"zero": 0.0, "one": 1.0, "skip": np.nan}[zero_idcg]
+        self.groups = groups
+        self.value = value
+        self.undefined = undefined
+        self.group_of_row = group_of_row
+
+    def at(self, k: int) -> np.ndarray:
+        """NDCG@k of every group (the whole group when ``k`` exceeds its size)."""
+        k = _check_k(k)
+        sizes = self.groups.group_sizes
+        out = np.full(sizes.shape[0], np.nan)
+        nonempty = sizes > 0
+        last = self.groups.offsets[:-1][nonempty] + np.minimum(k, sizes[nonempty]) - 1
+        out[nonempty] = self.value[last]
+        return out
+
+    def mean(self) -> np.ndarray:
+        """Per group, the average of NDCG@1..n_g over the cut-offs that are not NaN."""
+        offsets = self.groups.offsets
+        defined = ~np.isnan(self.value)
+        count = _group_sums_int(defined.astype(np.int64), offsets)
+        total = _segmented_cumsum(np.where(defined, self.value, 0.0), offsets)
+        out = np.full(count.shape[0], np.nan)
+        has = count > 0
+        out[has] = total[offsets[1:][has] - 1] / count[has]
+        return out
+
+    def n_groups_zero_idcg(self) -> int:
+        """Non-empty groups where the zero-IDCG rule applied at some cut-off."""
+        hit = np.bincount(self.group_of_row[self.undefined], minlength=self.groups.n_groups)
+        return int(np.count_nonzero(hit))
+
+
+def ndcg_at(
+    groups: QueryGroups,
+    scores: np.ndarray,
+    k: int,
+    *,
+    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
+) -> np.ndarray:
+    """NDCG@k of every group.
+
+    Rows are ranked by score descending; inside a run of equal scores the lowest labels
+    come first (ties never help the model).  The ideal ranking sorts labels descending.
+    ``DCG@k = Σ_{i<=k} (2**y_(i) - 1) · discount(i)``; when ``k`` exceeds the group size
+    the whole group is used.
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    k : int
+        Cut-off, ``k >= 1``.
+    discount : {"letor", "yahoo"}
+        ``1/log2(max(2, i))`` (LETOR / MSLR) or ``1/log2(i + 1)`` (Yahoo! LTR).
+    zero_idcg : {"zero", "one", "skip"}
+        Value when the ideal DCG@k is not positive (all labels 0): 0, 1 or NaN.
+
+    Returns
+    -------
+    float64 array (G,)
+        NaN for empty groups and for ``"skip"``-ed groups.
+    """
+    scores = _check_scores(groups, scores)
+    _check_k(k)
+    return _NdcgTable(groups, scores, discount, zero_idcg).at(k)
+
+
+def mean_ndcg(
+    groups: QueryGroups,
+    scores: np.ndarray,
+    *,
+    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
+) -> float:
+    """LETOR's MeanNDCG: per query the average of NDCG@1..n_q, then the mean over queries.
+
+    Queries that are NaN (empty, or ``"skip"``-ed by the zero-IDCG rule) are left out of
+    the mean over queries; NaN when no query is left.  The per-query values are in
+    :func:`per_group_metrics` (``"mean_ndcg"``).
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    discount : {"letor", "yahoo"}
+        NDCG discount convention.
+    zero_idcg : {"zero", "one", "skip"}
+        Value of NDCG at cut-offs whose ideal DCG is not positive.
+
+    Returns
+    -------
+    float
+    """
+    scores = _check_scores(groups, scores)
+    return _nanmean(_NdcgTable(groups, scores, discount, zero_idcg).mean())
+
+
+def _nanmean(values: np.ndarray) -> float:
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
+    ks = tuple(_check_k(k) for k in ks)
+    if len(set(ks)) != len(ks):
+        raise ValueError(f"duplicate NDCG cut-offs in {ks}")
+    return ks
+
+
+def per_group_metrics(
+    groups: QueryGroups,
+    scores: np.ndarray,
+    *,
+    ks: Iterable[int] = DEFAULT_KS,
+    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
+    method: str = DEFAULT_COUNTING,
+) -> dict[str, np.ndarray]:
+    """Per-query metrics for per-query reports.
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    ks : iterable of int
+        NDCG cut-offs.
+    discount : {"letor", "yahoo"}
+        NDCG discount convention.
+    zero_idcg : {"zero", "one", "skip"}
+        NDCG value where the ideal DCG is not positive.
+    method : {"selection", "rbtree", "direct", "pairs"}
+        Counting structure for the pairwise metrics.
+
+    Returns
+    -------
+    dict of str to array (G,)
+        ``"rows"`` and ``"pairs"`` (int64), ``"pairwise_accuracy"`` and ``"auc"`` (NaN
+        without pairs), ``"ndcg@K"`` for each K and ``"mean_ndcg"`` (NaN when empty or
+        skipped).
+    """
+    scores = _check_scores(groups, scores)
+    ks = _check_ks(ks)
+    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
+    pairs = groups.pairs_per_group
+    table = _NdcgTable(groups, scores, discount, zero_idcg)
+    out: dict[str, np.ndarray] = {
+        "rows": groups.group_sizes.astype(np.int64),
+        "pairs": pairs.astype(np.int64),
+        "pairwise_accuracy": _ratio_per_group(pairs - le, pairs),
+        "auc": _ratio_per_group(pairs - le + 0.5 * (le - lt), pairs),
+    }
+    for k in ks:
+        out[f"ndcg@{k}"] = table.at(k)
+    out["mean_ndcg"] = table.mean()
+    return out
+
+
+def evaluate_ranking(
+    groups: QueryGroups,
+    scores: np.ndarray,
+    *,
+    ks: Iterable[int] = DEFAULT_KS,
+    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
+    method: str = DEFAULT_COUNTING,
+) -> dict[str, float | int]:
+    """All metrics of one scoring, as plain Python numbers (JSON-serialisable).
+
+    Parameters
+    ----------
+    groups : QueryGroups
+        Labels and contiguous group structure.
+    scores : float64 array (m,)
+        Model scores.
+    ks : iterable of int
+        NDCG cut-offs reported as ``"ndcg@K"`` (means over queries).
+    discount : {"letor", "yahoo"}
+        NDCG discount convention.
+    zero_idcg : {"zero", "one", "skip"}
+        NDCG value where the ideal DCG is not positive.
+    method : {"selection", "rbtree", "direct", "pairs"}
+        Counting structure for the pairwise metrics.
+
+    Returns
+    -------
+    dict
+        ``pairwise_accuracy``, ``auc`` (pooled over all pairs), ``mean_ndcg``,
+        ``ndcg@K`` (means over queries, NaN queries left out) as floats; ``n_rows``,
+        ``n_groups``, ``n_pairs``, ``n_groups_without_pairs`` (empty groups included) and
+        ``n_groups_zero_idcg`` (groups where the zero-IDCG rule applied) as ints.  A
+        metric with nothing to average is ``nan``.
+    """
+    scores = _check_scores(groups, scores)
+    ks = _check_ks(ks)
+    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
+    n_pairs = groups.n_pairs
+    le_total, lt_total = int(le.sum()), int(lt.sum())
+    table = _NdcgTable(groups, scores, discount, zero_idcg)
+    report: dict[str, float | int] = {
+        "pairwise_accuracy": _pooled(n_pairs - le_total, n_pairs),
+        "auc": _pooled(n_pairs - le_total + 0.5 * (le_total - lt_total), n_pairs),
+        "mean_ndcg": _nanmean(table.mean()),
+    }
+    for k in ks:
+        report[f"ndcg@{k}"] = _nanmean(table.at(k))
+    report.update(
+        n_rows=groups.n_rows,
+        n_groups=groups.n_groups,
+        n_pairs=n_pairs,
+        n_groups_without_pairs=groups.n_groups_without_pairs,
+        n_groups_zero_idcg=table.n_groups_zero_idcg(),
+    )
+    return report

@@ -1,0 +1,47 @@
+"""Per-query metrics of a scored DataFrame, computed where the groups live."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..evaluation.metrics import DEFAULT_KS, per_group_metrics
+
+
+def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = "score",
+                      ks=DEFAULT_KS, discount: str = DEFAULT_NDCG_DISCOUNT, zero_idcg: str = DEFAULT_ZERO_IDCG):
+    """One row per query: rows, pairs, pairwise accuracy, AUC, NDCG@k, mean NDCG.
+
+    ``scored`` needs the label, qid and score columns (e.g. from
+    :func:`sparkrank.spark.predict.predict_dataframe`); rows are hash-partitioned by qid
+    so every query is evaluated whole.
+    """
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    from ..data.block import RankingData
+
+    ks = tuple(ks)
+    names = ["rows", "pairs", "pairwise_accuracy", "auc"] + [f"ndcg@{k}" for k in ks] + ["mean_ndcg"]
+    qid_field = next(f for f in scored.schema.fields if f.name == qid_col)
+    schema = StructType([StructField(qid_col, qid_field.dataType)] + [
+        StructField(n, LongType() if n in ("rows", "pairs") else DoubleType()) for n in names])
+
+    def task(batches):
+        import pyarrow as pa
+
+        batches = list(batches)
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        if table.num_rows == 0:
+            return
+        labels = table.column(label_col).to_numpy(zero_copy_only=False).astype(np.float64)
+        qid = table.column(qid_col).to_numpy(zero_copy_only=False)
+        scores = table.column(score_col).to_numpy(zero_copy_only=False).astype(np.float64)
+        data = RankingData.from_arrays(np.zeros((len(labels), 0)), labels, qid)
+        # scores follow the input order; the groups follow the stored (grouped) order
+        per = per_group_metrics(data.groups, scores[data.row_order], ks=ks, discount=discount, zero_idcg=zero_idcg)
+        cols = [pa.array(data.qids)] + [pa.array(per[n]) for n in names]
+        yield pa.RecordBatch.from_arrays(cols, names=[qid_col] + names)
+
+    return scored.select(label_col, qid_col, score_col).repartition(qid_col).mapInArrow(task, schema)

@@ -1,0 +1,32 @@
+"""Score a DataFrame with a model, keeping the user's other columns (ids) beside the score."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.arrow import FeatureSpec, table_to_csr
+from ..engines.linalg import csr_dot
+
+
+def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = "score"):
+    """``df`` without its feature columns, plus ``score_col = w·x`` (a lazy DataFrame)."""
+    from pyspark.sql.types import DoubleType, StructField, StructType
+
+    spec = FeatureSpec.detect(df.columns, features_col)
+    feature_cols = [c for c in (spec.features_col, spec.indices_col, spec.values_col) if c]
+    keep = [c for c in df.columns if c not in feature_cols]
+    schema = StructType([f for f in df.schema.fields if f.name in keep] + [StructField(score_col, DoubleType())])
+    weights = np.asarray(model.weights, dtype=np.float64)
+
+    def score(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            X = table_to_csr(batch, spec, None, np.float64, "predict: ")
+            if X.shape[1] > weights.shape[0]:
+                raise ValueError(f"predict: data has {X.shape[1]} feature columns but the model has {weights.shape[0]}")
+            s = csr_dot(X, weights[: X.shape[1]])
+            cols = [batch.column(batch.schema.get_field_index(c)) for c in keep]
+            yield pa.RecordBatch.from_arrays(cols + [pa.array(s)], names=keep + [score_col])
+
+    return df.mapInArrow(score, schema)

@@ -1,0 +1,273 @@
+"""A throw-away Spark standalone cluster (one master, N workers) from the pip-installed pyspark.
+
+The pip package ships ``bin/spark-class`` but not ``sbin/start-master.sh``, so the daemons
+are started directly in the foreground of child processes::
+
+    spark-class org.apache.spark.deploy.master.Master --host H --port P --webui-port U
+    spark-class org.apache.spark.deploy.worker.Worker --host H --cores 1 --memory 1g \
+        --webui-port U --work-dir DIR spark://H:P
+
+``spark-class`` execs ``java``, so each child's PID is the JVM's.  Every port is chosen
+free at run time, everything binds to 127.0.0.1 (``SPARK_LOCAL_IP``), and :meth:`stop`
+ends the processes by PID only (each runs in its own session, so executor JVMs that a
+worker forked go with it).  ``docker/compose.yaml`` is the same topology in containers.
+
+    with StandaloneCluster(tmp_path, n_workers=2) as cluster:
+        subprocess.run([cluster.spark_submit, "--master", cluster.master_url, ...], env=cluster.env)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+DEFAULT_JAVA_HOME = Path("/usr/lib/jvm/java-17-openjdk-amd64")
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up (the message carries the tail of the daemon logs)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (bind to port 0, read it back, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct free ports (all sockets held open together so none repeats)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def java_home() -> str | None:
+    """``$JAVA_HOME`` if it has ``bin/java``, else the Debian JDK 17 path, else the one on PATH."""
+    env = os.environ.get("JAVA_HOME")
+    if env and (Path(env) / "bin" / "java").exists():
+        return env
+    if (DEFAULT_JAVA_HOME / "bin" / "java").exists():
+        return str(DEFAULT_JAVA_HOME)
+    java = shutil.which("java")
+    if java:
+        return str(Path(java).resolve().parent.parent)
+    return None
+
+
+def spark_home() -> str:
+    """``$SPARK_HOME`` if it has ``bin/spark-class``, else the pip-installed pyspark directory."""
+    env = os.environ.get("SPARK_HOME")
+    if env and (Path(env) / "bin" / "spark-class").exists():
+        return env
+    import pyspark
+
+    return str(Path(pyspark.__file__).resolve().parent)
+
+
+def _tail(path: Path, n: int = 40) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(lines[-n:])
+
+
+class StandaloneCluster:
+    """A Spark standalone master and ``n_workers`` workers on free local ports.
+
+    Parameters
+    ----------
+    base_dir : path
+        Logs (``master.log``, ``worker-N.log``), worker work dirs and an empty conf dir go here.
+    n_workers, cores, memory :
+        Workers and the resources each one offers.
+    host : str
+        Address everything binds to and advertises.
+    python : str
+        Interpreter of the executors' Python workers (``PYSPARK_PYTHON``).
+    extra_env : dict, optional
+        More environment for the daemons (and hence the executors they fork), e.g. PYTHONPATH.
+    timeout : float
+        Seconds to wait for the master and for all workers to register.
+    """
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike,
+        *,
+        n_workers: int = 2,
+        cores: int = 1,
+        memory: str = "1g",
+        host: str = "127.0.0.1",
+        python: str = sys.executable,
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 90.0,
+    ):
+        self.base_dir = Path(base_dir)
+        self.n_workers = n_workers
+        self.cores = cores
+        self.memory = memory
+        self.host = host
+        self.python = python
+        self.extra_env = dict(extra_env or {})
+        self.timeout = timeout
+        self.spark_home = spark_home()
+        self.java_home = java_home()
+        self.master_port = self.ui_port = self.rest_port = None
+        self.worker_ui_ports: list[int] = []
+        self._procs: list[tuple[str, subprocess.Popen, Path]] = []
+        self._logs: list = []
+
+    # --- addresses -------------------------------------------------------------------------
+    @property
+    def master_url(self) -> str:
+        if self.master_port is None:
+            raise ClusterError("cluster not started")
+        return f"spark://{self.host}:{self.master_port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.ui_port}"
+
+    @property
+    def spark_submit(self) -> str:
+        return str(Path(self.spark_home) / "bin" / "spark-submit")
+
+    @property
+    def spark_class(self) -> str:
+        return str(Path(self.spark_home) / "bin" / "spark-class")
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p, _ in self._procs}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for the daemons and for ``spark-submit`` against this cluster."""
+        env = dict(os.environ)
+        if self.java_home:
+            env["JAVA_HOME"] = self.java_home
+        conf_dir = self.base_dir / "conf"  # empty: no stray spark-defaults / log4j from the host
+        env.update(
+            SPARK_HOME=self.spark_home,
+            SPARK_CONF_DIR=str(conf_dir),
+            SPARK_LOCAL_IP=self.host,
+            SPARK_LOCAL_HOSTNAME=self.host,
+            PYSPARK_PYTHON=self.python,
+            # the pip package has no REST server worth having; keep it off port 6066
+            SPARK_MASTER_OPTS=f"-Dspark.master.rest.enabled=false -Dspark.master.rest.port={self.rest_port or 0}",
+        )
+        env.pop("PYSPARK_DRIVER_PYTHON", None)
+        env.update(self.extra_env)
+        return env
+
+    # --- state -----------------------------------------------------------------------------
+    def state(self, timeout: float = 5.0) -> dict:
+        """The master's JSON status (``aliveworkers``, ``workers``, ``activeapps``, ...)."""
+        with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=timeout) as r:
+            return json.loads(r.read().decode())
+
+    def alive_workers(self) -> int:
+        return int(self.state().get("aliveworkers", 0))
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def _launch(self, name: str, args: list[str]) -> None:
+        log = self.base_dir / f"{name}.log"
+        fh = open(log, "wb")
+        self._logs.append(fh)
+        proc = subprocess.Popen(
+            [self.spark_class, *args], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+            env=self.env, cwd=self.base_dir, start_new_session=True,
+        )
+        self._procs.append((name, proc, log))
+
+    def _check_alive(self) -> None:
+        for name, proc, log in self._procs:
+            if proc.poll() is not None:
+                raise ClusterError(f"{name} exited with code {proc.returncode}; log {log}:\n{_tail(log)}")
+
+    def _wait(self, what: str, ready) -> None:
+        deadline = time.monotonic() + self.timeout
+        last_error = None
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                if ready():
+                    return
+            except (OSError, urllib.error.URLError, ValueError) as exc:
+                last_error = exc
+            time.sleep(0.5)
+        logs = "\n".join(f"--- {log}:\n{_tail(log)}" for _, _, log in self._procs)
+        raise ClusterError(f"timed out after {self.timeout:.0f}s waiting for {what} ({last_error})\n{logs}")
+
+    def start(self) -> "StandaloneCluster":
+        if self._procs:
+            raise ClusterError("already started")
+        if self.java_home is None:
+            raise ClusterError("no Java found (set JAVA_HOME)")
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        (self.base_dir / "conf").mkdir(exist_ok=True)
+        ports = free_ports(3 + self.n_workers, self.host)
+        self.master_port, self.ui_port, self.rest_port = ports[:3]
+        self.worker_ui_ports = ports[3:]
+        try:
+            self._launch("master", [MASTER_CLASS, "--host", self.host, "--port", str(self.master_port),
+                                    "--webui-port", str(self.ui_port)])
+            self._wait("the master", lambda: self.state().get("status") == "ALIVE")
+            for i, port in enumerate(self.worker_ui_ports, start=1):
+                work = self.base_dir / f"work-{i}"
+                work.mkdir(exist_ok=True)
+                self._launch(f"worker-{i}", [WORKER_CLASS, "--host", self.host, "--cores", str(self.cores),
+                                             "--memory", self.memory, "--webui-port", str(port),
+                                             "--work-dir", str(work), self.master_url])
+            self._wait(f"{self.n_workers} workers to register", lambda: self.alive_workers() >= self.n_workers)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM each daemon by PID (workers first), then SIGKILL its process group if needed."""
+        for name, proc, _ in reversed(self._procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for name, proc, _ in reversed(self._procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            try:  # executor JVMs / Python daemons a worker forked share its process group
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for fh in self._logs:
+            fh.close()
+        self._procs.clear()
+        self._logs.clear()
+
+    def __enter__(self) -> "StandaloneCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,147 @@
+"""The Spark engine gives the local engine's numbers, in both kernel placements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import MQ2008, require
+from sparkrank.data.block import DataError
+from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.datasets import make_ranking_data
+from sparkrank.engines.local import LocalEngine
+from sparkrank.evaluation import evaluate_ranking
+from sparkrank.evaluation.evaluate import evaluate_model
+from sparkrank.spark.engine import SparkEngine
+from sparkrank.training import train
+
+
+def rel(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    data, _ = make_ranking_data(2500, 12, rows_per_group=30, n_levels=4, density=0.5, seed=11)
+    path = tmp_path_factory.mktemp("syn") / "train.parquet"
+    write_parquet(path, data)
+    return data, str(path)
+
+
+@pytest.mark.parametrize("placement", ["executor", "driver"])
+@pytest.mark.parametrize("solver", ["tron", "bmrm"])
+def test_spark_placements_equal_local(spark, synthetic, placement, solver):
+    data, path = synthetic
+    local = train(data, solver=solver, C=0.05)
+    with SparkEngine(spark.read.parquet(path), placement=placement, num_partitions=3) as engine:
+        assert engine.summary.n_pairs == data.groups.n_pairs
+        assert engine.summary.n_groups == data.groups.n_groups
+        model = train(engine, solver=solver, C=0.05)
+    assert model.summary["iterations"] == local.summary["iterations"]
+    assert rel(model.weights, local.weights) <= 1e-8
+
+
+def test_executor_blocks_never_split_a_group(spark, synthetic):
+    data, path = synthetic
+    from sparkrank.spark.blocks import open_block
+
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=4) as engine:
+        seen = []
+        for ref in engine.refs:
+            if ref.n_rows:
+                seen.extend(open_block(ref.path, ref.width).qids.tolist())
+        assert len(seen) == len(set(seen)) == data.groups.n_groups  # every qid in exactly one block
+
+
+def test_single_global_ranking_runs_in_driver_placement(spark, tmp_path):
+    data, _ = make_ranking_data(1500, 6, rows_per_group=None, n_levels=None, seed=4)  # real labels, k ≈ m
+    path = tmp_path / "global.parquet"
+    write_parquet(path, data)
+    local = train(data, solver="tron", C=1e-4)
+    with SparkEngine(spark.read.parquet(str(path)), num_partitions=3) as engine:
+        assert engine.placement == "driver"
+        model = train(engine, solver="tron", C=1e-4)
+    assert rel(model.weights, local.weights) <= 1e-8
+
+
+def test_feature_layouts_give_the_same_model(spark, synthetic, tmp_path):
+    data, path = synthetic
+    from pyspark.ml.linalg import SparseVector, DenseVector
+
+    inv = np.argsort(data.row_order)
+    X = data.X[inv].toarray()
+    y = data.labels[inv]
+    q = np.repeat(data.qids, data.groups.group_sizes)[inv]
+    rows = [(float(y[i]), int(q[i]),
+             SparseVector(X.shape[1], np.flatnonzero(X[i]).tolist(), X[i][X[i] != 0].tolist()) if i % 2
+             else DenseVector(X[i].tolist()), X[i].tolist()) for i in range(len(y))]
+    df = spark.createDataFrame(rows, ["label", "qid", "features", "dense"])
+    reference = train(data, solver="tron", C=0.05).weights
+    with SparkEngine(df, features_col="features", num_partitions=2) as engine:
+        assert rel(train(engine, solver="tron", C=0.05).weights, reference) <= 1e-8
+    with SparkEngine(df.drop("features"), features_col="dense", num_partitions=2) as engine:
+        assert rel(train(engine, solver="tron", C=0.05).weights, reference) <= 1e-8
+
+
+def test_null_label_is_an_error_naming_the_column(spark, tmp_path):
+    table = pa.table({"label": [1.0, None, 0.0], "qid": [1, 1, 1],
+                      "indices": [[0], [0], [1]], "values": [[1.0], [2.0], [3.0]]})
+    pq.write_table(table, tmp_path / "bad.parquet")
+    with pytest.raises(DataError, match=r"column 'label' is null in 1 rows, e.g. .*qid=1"):
+        SparkEngine(spark.read.parquet(str(tmp_path / "bad.parquet")), num_partitions=1)
+
+
+def test_nan_feature_is_an_error_naming_row_and_column(spark, tmp_path):
+    table = pa.table({"label": [1.0, 2.0], "qid": [1, 1],
+                      "indices": [[0, 3], [1]], "values": [[1.0, float("nan")], [2.0]]})
+    pq.write_table(table, tmp_path / "nan.parquet")
+    with pytest.raises(DataError, match=r"feature column 3 of row 0 is nan"):
+        SparkEngine(spark.read.parquet(str(tmp_path / "nan.parquet")), num_partitions=1)
+
+
+def test_evaluate_on_spark_equals_local(spark, synthetic):
+    data, path = synthetic
+    model = train(data, solver="tron", C=0.05)
+    expected = evaluate_ranking(data.groups, model.predict(data))
+    local = evaluate_model(model, LocalEngine(data))
+    with SparkEngine(spark.read.parquet(path), num_partitions=3) as engine:
+        got = evaluate_model(model, engine)
+    for key in ("pairwise_accuracy", "auc", "mean_ndcg", "ndcg@10", "n_pairs", "n_groups"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-12), key
+        assert local[key] == pytest.approx(expected[key], rel=1e-12), key
+    assert got["objective"] == pytest.approx(local["objective"], rel=1e-10)
+
+
+def test_predict_keeps_id_columns_and_per_query_metrics(spark, synthetic, tmp_path):
+    data, path = synthetic
+    from sparkrank.evaluation import per_group_metrics
+    from sparkrank.spark.evaluate import per_query_metrics
+    from sparkrank.spark.predict import predict_dataframe
+
+    model = train(data, solver="tron", C=0.05)
+    df = spark.read.parquet(path)
+    from pyspark.sql import functions as F
+
+    df = df.withColumn("doc_id", F.concat(F.lit("d"), F.monotonically_increasing_id().cast("string")))
+    scored = predict_dataframe(df, model).toPandas()
+    assert list(scored.columns) == ["label", "qid", "doc_id", "score"]
+    local_scores = data.to_input_order(model.predict(data))
+    np.testing.assert_allclose(scored["score"].to_numpy(), local_scores, rtol=1e-12)
+    per = per_query_metrics(predict_dataframe(df, model)).toPandas().sort_values("qid")
+    expected = per_group_metrics(data.groups, model.predict(data))
+    order = np.argsort(data.qids)
+    np.testing.assert_allclose(per["ndcg@10"].to_numpy(), expected["ndcg@10"][order], rtol=1e-12)
+    np.testing.assert_array_equal(per["pairs"].to_numpy(), expected["pairs"][order])
+
+
+def test_mq2008_spark_equals_local(spark, tmp_path):
+    train_file = require(MQ2008 / "train.txt")
+    data = read_ranking_data(train_file)
+    path = tmp_path / "mq.parquet"
+    write_parquet(path, data)
+    local = train(data, solver="tron", C=1.0)
+    with SparkEngine(spark.read.parquet(str(path)), num_partitions=2) as engine:
+        model = train(engine, solver="tron", C=1.0)
+    assert rel(model.weights, local.weights) <= 1e-8
