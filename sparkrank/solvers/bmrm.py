@@ -24,22 +24,31 @@ from .result import SolverResult
 
 log = logging.getLogger("sparkrank.bmrm")
 
-_QP_OPTIONS = {"show_progress": False, "abstol": 1e-12, "reltol": 1e-10, "feastol": 1e-12, "maxiters": 200}
+_QP_OPTIONS = {"show_progress": False, "abstol": 1e-10, "reltol": 1e-9, "feastol": 1e-10, "maxiters": 200}
+_QP_FALLBACK = {"show_progress": False, "maxiters": 200}
 
 
 def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
-    """Dual of the BMRM master problem: ``argmax_{α ∈ simplex} -αᵀGα/(4λ) + bᵀα``."""
+    """Dual of the BMRM master problem: ``argmax_{α ∈ simplex} -αᵀGα/(4λ) + bᵀα``.
+
+    The QP is rescaled to unit magnitude first (with small λ its entries reach 1e6 and
+    more, where cvxopt's interior point loses its way); if cvxopt still fails, it is
+    retried with its default tolerances.
+    """
     from cvxopt import matrix, solvers
 
     t = b.shape[0]
     if t == 1:
         return np.ones(1)
-    P = matrix(gram / (2.0 * lam))
-    q = matrix(-b.astype(np.float64))
-    G = matrix(-np.eye(t))
-    h = matrix(np.zeros(t))
-    A = matrix(np.ones((1, t)))
-    sol = solvers.qp(P, q, G, h, A, matrix(1.0), options=_QP_OPTIONS)
+    P = gram / (2.0 * lam)
+    q = -b.astype(np.float64)
+    scale = max(float(np.abs(P).max()), float(np.abs(q).max()), 1e-300)
+    args = (matrix(P / scale), matrix(q / scale), matrix(-np.eye(t)), matrix(np.zeros(t)),
+            matrix(np.ones((1, t))), matrix(1.0))
+    try:
+        sol = solvers.qp(*args, options=_QP_OPTIONS)
+    except (ArithmeticError, ValueError):
+        sol = solvers.qp(*args, options=_QP_FALLBACK)
     alpha = np.maximum(np.array(sol["x"]).ravel(), 0.0)
     return alpha / alpha.sum()
 
