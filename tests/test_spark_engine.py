@@ -34,11 +34,12 @@ def synthetic(tmp_path_factory):
 @pytest.mark.parametrize("solver", ["tron", "bmrm"])
 def test_spark_placements_equal_local(spark, synthetic, placement, solver):
     data, path = synthetic
-    local = train(data, solver=solver, C=0.05)
+    tol = 1e-2 if solver == "bmrm" else 1e-3  # fewer cutting planes keep the suite quick
+    local = train(data, solver=solver, C=0.05, tol=tol)
     with SparkEngine(spark.read.parquet(path), placement=placement, num_partitions=3) as engine:
         assert engine.summary.n_pairs == data.groups.n_pairs
         assert engine.summary.n_groups == data.groups.n_groups
-        model = train(engine, solver=solver, C=0.05)
+        model = train(engine, solver=solver, C=0.05, tol=tol)
     assert model.summary["iterations"] == local.summary["iterations"]
     assert rel(model.weights, local.weights) <= 1e-8
 
