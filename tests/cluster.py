@@ -108,6 +108,8 @@ class StandaloneCluster:
         More environment for the daemons (and hence the executors they fork), e.g. PYTHONPATH.
     timeout : float
         Seconds to wait for the master and for all workers to register.
+    daemon_java_opts : str
+        ``SPARK_DAEMON_JAVA_OPTS`` of the master and workers.
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class StandaloneCluster:
         python: str = sys.executable,
         extra_env: dict[str, str] | None = None,
         timeout: float = 90.0,
+        daemon_java_opts: str = "",
     ):
         self.base_dir = Path(base_dir)
         self.n_workers = n_workers
@@ -130,6 +133,7 @@ class StandaloneCluster:
         self.python = python
         self.extra_env = dict(extra_env or {})
         self.timeout = timeout
+        self.daemon_java_opts = daemon_java_opts
         self.spark_home = spark_home()
         self.java_home = java_home()
         self.master_port = self.ui_port = self.rest_port = None
@@ -176,6 +180,8 @@ class StandaloneCluster:
             # the pip package has no REST server worth having; keep it off port 6066
             SPARK_MASTER_OPTS=f"-Dspark.master.rest.enabled=false -Dspark.master.rest.port={self.rest_port or 0}",
         )
+        if self.daemon_java_opts:
+            env["SPARK_DAEMON_JAVA_OPTS"] = self.daemon_java_opts
         env.pop("PYSPARK_DRIVER_PYTHON", None)
         env.update(self.extra_env)
         return env

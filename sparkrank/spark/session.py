@@ -27,6 +27,11 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # launched by spark-submit: connect to its JVM first, so SparkConf() sees --master / --conf
+        from pyspark import SparkContext
+
+        SparkContext._ensure_initialized()
     submitted = SparkConf()  # holds spark-submit's settings when launched through it
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted.contains("spark.master"):
