@@ -40,8 +40,8 @@ def spark():
     """One embedded local[2] SparkSession for the whole test session (creating one costs ~10 s)."""
     import os
 
-    os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64") if os.path.isdir(
-        "/usr/lib/jvm/java-17-openjdk-amd64") else None
+    if os.path.isdir("/usr/lib/jvm/java-17-openjdk-amd64"):
+        os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     from sparkrank.spark.session import get_session
 
     session = get_session("local[2]", app_name="sparkrank-tests", conf={"spark.sql.shuffle.partitions": "4"})

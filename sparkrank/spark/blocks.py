@@ -85,7 +85,10 @@ def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, d
                 labels = _labels(table, label_col, qid_col, where)
                 qid = None if qid_col is None else _qids(table, qid_col, where)
                 X = table_to_csr(table, spec, None, dtype, where)
-                data = _with_context(lambda: RankingData.from_arrays(X, labels, qid, dtype=dtype), table, qid_col, where)
+                try:
+                    data = RankingData.from_arrays(X, labels, qid, dtype=dtype)
+                except DataError as exc:
+                    raise DataError(f"{where}{exc}") from None
             path = os.path.join(store_root(), "sparkrank-blocks", store_id, f"part-{pid:05d}")
             ref.update(_write_block(path, data))
         except DataError as exc:
@@ -127,13 +130,6 @@ def _qids(table, qid_col, where) -> np.ndarray:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
         raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, e.g. row {row} of the partition")
     return col.to_numpy(zero_copy_only=False)
-
-
-def _with_context(build, table, qid_col, where):
-    try:
-        return build()
-    except DataError as exc:
-        raise DataError(f"{where}{exc}") from None
 
 
 def _write_block(path: str, data: RankingData) -> dict:

@@ -51,7 +51,8 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     for key, value in {**defaults, **(conf or {})}.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if is_local else None
+    if is_local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
