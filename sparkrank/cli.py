@@ -18,6 +18,7 @@ from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from .data.block import DataError
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
+from .training import SOLVERS
 
 ENGINES = ("spark", "local")
 DEFAULT_ENGINE = "spark"
@@ -79,12 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Train a linear ranker and write the model (JSON).")
     _add_input(p, "training data: SVMlight/LETOR file (.gz ok), Parquet file/dir, or sample:train")
     p.add_argument("--model", required=True, metavar="OUT", help="where to write the model JSON")
-    p.add_argument("--solver", choices=("tron", "bmrm"), default="tron",
+    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron",
                    help="tron: L2-loss RankSVM, trust-region Newton (default); bmrm: L1-loss RankSVM, cutting planes")
     reg = p.add_mutually_exclusive_group()
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
-    p.add_argument("--tol", type=float, default=1e-3,
+    p.add_argument("--tol", type=float, default=None,
                    help="tron: relative gradient norm; bmrm: absolute gap (default 1e-3)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")

@@ -36,6 +36,8 @@ class RankingModel:
         The equivalent λ for the training data's pair count.
     tol : float
     counting : str
+    options : dict
+        Solver-specific options the model was trained with.
     summary : dict
         Training facts: iterations, objective, objective history, seconds, converged,
         message, rows, groups, pairs.
@@ -47,6 +49,7 @@ class RankingModel:
     lam: float
     tol: float
     counting: str = "selection"
+    options: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
@@ -111,6 +114,7 @@ class RankingModel:
             lam=float(d.get("lam", math.nan)),
             tol=float(d.get("tol", math.nan)),
             counting=d.get("counting", "selection"),
+            options=d.get("options", {}),
             summary=d.get("summary", {}),
             created=d.get("created", ""),
         )

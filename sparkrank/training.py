@@ -32,9 +32,12 @@ class SolverSpec:
 
     name: str
     loss: str
-    make_objective: Callable[[Engine, float, str], Objective]
+    make_objective: Callable[..., Objective]
+    """``(engine, C, counting, **options) -> Objective``."""
     run: Callable[..., SolverResult]
+    """``(objective, w0, *, tol, max_iter) -> SolverResult``."""
     default_max_iter: int
+    default_tol: float = 1e-3
 
 
 SOLVERS: dict[str, SolverSpec] = {
@@ -58,9 +61,14 @@ def resolve_c(engine: Engine, C: float | None, lam: float | None) -> float:
     return DEFAULT_C if C is None else float(C)
 
 
-def make_objective(engine: Engine, solver: str, C: float, counting: str = DEFAULT_COUNTING) -> Objective:
-    """The training objective of ``solver`` with LIBLINEAR-convention ``C`` on ``engine``'s data."""
-    return solver_spec(solver).make_objective(engine, C, check_counting_method(counting))
+def make_objective(
+    engine: Engine, solver: str, C: float, counting: str = DEFAULT_COUNTING, **options
+) -> Objective:
+    """The training objective of ``solver`` with LIBLINEAR-convention ``C`` on ``engine``'s data.
+
+    ``options`` are solver-specific keyword options (see each solver's objective).
+    """
+    return solver_spec(solver).make_objective(engine, C, check_counting_method(counting), **options)
 
 
 def train(
@@ -69,10 +77,11 @@ def train(
     solver: str = "tron",
     C: float | None = None,
     lam: float | None = None,
-    tol: float = DEFAULT_TOL,
+    tol: float | None = None,
     counting: str = DEFAULT_COUNTING,
     max_iter: int | None = None,
     w0: np.ndarray | None = None,
+    solver_options: dict | None = None,
 ) -> RankingModel:
     """Train a linear ranker.
 
@@ -86,12 +95,15 @@ def train(
     C, lam : float, optional
         Regularisation, LIBLINEAR ``C`` (default 1) or BMRM ``λ``; converted with
         :mod:`sparkrank.conventions`.
-    tol : float
-        TRON: relative gradient norm; BMRM: absolute gap.
+    tol : float, optional
+        Stopping tolerance (default: the solver's). TRON: relative gradient norm; BMRM:
+        absolute gap.
     counting : {"selection", "rbtree", "direct", "pairs"}
     max_iter : int, optional
     w0 : ndarray, optional
         Warm start.
+    solver_options : dict, optional
+        Solver-specific keyword options handed to the solver's objective.
 
     Returns
     -------
@@ -106,7 +118,9 @@ def train(
         solver, spec.loss, summary.n_rows, summary.n_features, summary.n_groups,
         summary.n_groups_without_pairs, summary.n_pairs, C,
     )
-    objective = make_objective(engine, solver, C, counting)
+    options = dict(solver_options or {})
+    tol = spec.default_tol if tol is None else float(tol)
+    objective = make_objective(engine, solver, C, counting, **options)
     if w0 is not None:
         w0 = np.asarray(w0, dtype=np.float64)
         if w0.shape != (summary.n_features,):
@@ -121,6 +135,7 @@ def train(
         lam=lambda_from_c(C, summary.n_pairs),
         tol=tol,
         counting=counting,
+        options=options,
         summary={
             "iterations": result.iterations,
             "objective": result.objective,
@@ -141,4 +156,4 @@ def training_objective_value(model: RankingModel, engine: Engine) -> float:
     from .evaluation.evaluate import model_weights_for
 
     w = model_weights_for(model, engine.summary.n_features)
-    return make_objective(engine, model.solver, model.C, model.counting).value(w)
+    return make_objective(engine, model.solver, model.C, model.counting, **model.options).value(w)
