@@ -17,7 +17,7 @@ from .model import RankingModel
 from .objectives.base import Objective
 from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
 from .solvers.bmrm import bmrm
-from .solvers.result import SolverResult
+from .solvers.result import IterationCallback, SolverResult
 from .solvers.tron import tron
 
 log = logging.getLogger("sparkrank")
@@ -35,7 +35,7 @@ class SolverSpec:
     make_objective: Callable[..., Objective]
     """``(engine, C, counting, **options) -> Objective``."""
     run: Callable[..., SolverResult]
-    """``(objective, w0, *, tol, max_iter) -> SolverResult``."""
+    """``(objective, w0, *, tol, max_iter, callback=None) -> SolverResult``."""
     default_max_iter: int
     default_tol: float = 1e-3
 
@@ -82,6 +82,7 @@ def train(
     max_iter: int | None = None,
     w0: np.ndarray | None = None,
     solver_options: dict | None = None,
+    callback: IterationCallback | None = None,
 ) -> RankingModel:
     """Train a linear ranker.
 
@@ -104,6 +105,8 @@ def train(
         Warm start.
     solver_options : dict, optional
         Solver-specific keyword options handed to the solver's objective.
+    callback : callable, optional
+        ``callback(iteration, w, record)`` after every solver iteration.
 
     Returns
     -------
@@ -125,7 +128,8 @@ def train(
         w0 = np.asarray(w0, dtype=np.float64)
         if w0.shape != (summary.n_features,):
             raise ValueError(f"initial weights have shape {w0.shape}, expected ({summary.n_features},)")
-    result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter)
+    result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
+                      callback=callback)
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
              solver, result.iterations, result.message, result.objective, result.seconds)
     return RankingModel(

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..objectives.base import RegularizedRisk
-from .result import SolverResult
+from .result import IterationCallback, SolverResult
 
 log = logging.getLogger("sparkrank.bmrm")
 
@@ -59,6 +59,7 @@ def bmrm(
     *,
     tol: float = 1e-3,
     max_iter: int = 5000,
+    callback: IterationCallback | None = None,
 ) -> SolverResult:
     """Minimise ``λ‖w‖² + R(w)`` by BMRM.
 
@@ -72,6 +73,8 @@ def bmrm(
         Stop when the gap ``J(w_b) - J_t(w_t)`` is below ``tol`` (SVMrank's default 1e-3).
     max_iter : int
         Cap on cutting planes.
+    callback : callable, optional
+        ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress).
     """
     t0 = time.perf_counter()
     lam = objective.lam
@@ -108,6 +111,8 @@ def bmrm(
             "seconds": time.perf_counter() - t0, **objective.progress(w),
         }
         history.append(record)
+        if callback is not None:
+            callback(record["iter"], w_best, record)
         log.info(
             "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s  %.2fs",
             t, j_best, lower, gap, record.get("support_pairs", "-"), record["seconds"],

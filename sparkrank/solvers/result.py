@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,3 +37,8 @@ class SolverResult:
     history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     message: str = ""
+
+
+#: ``callback(iteration, w, record)``: called by every solver once per iteration with the
+#: current solution and the iteration's log record (the same dict as in ``history``).
+IterationCallback = Callable[[int, np.ndarray, dict[str, Any]], None]

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import SolverResult
+from .result import IterationCallback, SolverResult
 
 log = logging.getLogger("sparkrank.tron")
 
@@ -62,6 +62,7 @@ def tron(
     tol: float = 1e-3,
     max_iter: int = 1000,
     max_cg: int = 1000,
+    callback: IterationCallback | None = None,
 ) -> SolverResult:
     """Minimise a twice-differentiable objective by trust-region Newton.
 
@@ -77,6 +78,8 @@ def tron(
         Cap on outer (Newton) iterations.
     max_cg : int
         Cap on CG iterations per Newton step.
+    callback : callable, optional
+        ``callback(iteration, w, record)`` after every iteration (checkpoints, progress).
     """
     t0 = time.perf_counter()
     w = np.zeros(objective.n_features) if w0 is None else np.array(w0, dtype=np.float64)
@@ -123,6 +126,8 @@ def tron(
             "seconds": time.perf_counter() - t0, **objective.progress(w),
         }
         history.append(record)
+        if callback is not None:
+            callback(record["iter"], w, record)
         log.info(
             "iter %3d  f %.6e  |g| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s  %.2fs",
             it, f, gnorm, actred, prered, delta, cg_iter, record.get("support_pairs", "-"), record["seconds"],
