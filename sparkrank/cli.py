@@ -1,4 +1,8 @@
-"""Command line: ``sparkrank train | predict | evaluate | convert``.
+"""Command line: ``sparkrank train | predict | evaluate | convert | tune | report``.
+
+``tune`` picks C over a grid (validation set or group-wise k-fold, warm starts, see
+:mod:`sparkrank.selection`); ``report`` draws PNGs (convergence, metric vs C, scores by
+label level, see :mod:`sparkrank.report`).
 
 Every command reads SVMlight/LETOR text (``.gz`` too) or Parquet; ``sample:train`` and
 ``sample:test`` name the small synthetic data set bundled with the package.
@@ -31,6 +35,9 @@ examples:
   sparkrank evaluate --model model.json --input sample:test
   sparkrank predict --model model.json --input sample:test --output scores.txt
   sparkrank convert --input train.txt --output train.parquet
+  sparkrank tune --input sample:train --valid sample:test --C-range -10 5 --model best.json --engine local
+  sparkrank tune --input data.parquet --folds 5 --metric ndcg@10 --output-json tune.json --report plots/
+  sparkrank report --model best.json --tune tune.json --input sample:test --output-dir plots/
 
 Regularisation: -C is LIBLINEAR's C in ½‖w‖² + C·Σ_pairs loss; --lambda is the BMRM
 λ in λ‖w‖² + (1/N)·Σ_pairs loss; they are the same model when C = 1/(2λN).
@@ -126,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="target: *.parquet for Parquet, anything else for SVMlight")
     _add_engine(p)
     _add_common(p)
+    _add_tune_and_report(sub)
     return parser
 
 
@@ -192,6 +200,8 @@ def _cmd_train(args) -> int:
                       counting=args.counting, max_iter=args.max_iter, w0=w0)
     model.summary["engine"] = args.engine
     model.save(args.model)
+    if args.report:
+        _train_report(args, model)
     s = model.summary
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
           f"objective {s['objective']:.6g}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; model written to {args.model}")
@@ -283,7 +293,164 @@ def _cmd_convert(args) -> int:
     return 0
 
 
-COMMANDS = {"train": _cmd_train, "predict": _cmd_predict, "evaluate": _cmd_evaluate, "convert": _cmd_convert}
+# ----------------------------------------------------------------------------- tune, report
+
+
+def _add_tune_and_report(sub) -> None:
+    """The ``tune`` and ``report`` subcommands, and ``--report DIR`` on ``train``."""
+    from .selection import DEFAULT_METRIC, METRICS_HELP
+
+    sub.choices["train"].add_argument(
+        "--report", metavar="DIR", help="also write PNGs to DIR: convergence, and (local engine) scores by label")
+
+    p = sub.add_parser("tune", help="pick C by validation or group-wise k-fold",
+                       description="Train one model per C (ascending, each warm-started from the previous "
+                                   "C's solution), score it on held-out queries, print a table and the best C.")
+    _add_input(p, "training data: SVMlight/LETOR file (.gz ok), Parquet file/dir, or sample:train")
+    held = p.add_mutually_exclusive_group(required=True)
+    held.add_argument("--valid", metavar="PATH", help="validation data (same format and columns as --input)")
+    held.add_argument("--folds", type=int, metavar="K",
+                      help="group-wise K-fold cross-validation on --input (whole query groups per fold)")
+    grid = p.add_mutually_exclusive_group()
+    grid.add_argument("--C-grid", dest="C_grid", type=float, nargs="+", metavar="C",
+                      help="C values to try (default: 2^-15 .. 2^10, lee-lin2014 §4.4)")
+    grid.add_argument("--C-range", dest="C_range", type=int, nargs=2, metavar=("LOW", "HIGH"),
+                      help="try C = 2^LOW, 2^(LOW+1), ..., 2^HIGH")
+    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help="solver (default tron)")
+    p.add_argument("--metric", default=DEFAULT_METRIC, help=f"validation metric: {METRICS_HELP} "
+                                                            f"(default {DEFAULT_METRIC})")
+    p.add_argument("--tol", type=float, default=None, help="solver tolerance (default: the solver's)")
+    p.add_argument("--max-iter", type=int, default=None, help="cap on solver iterations per C")
+    p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
+                   help="pair-counting structure (default selection tree)")
+    p.add_argument("--cold-start", action="store_true", help="train every C from w = 0 (for comparison)")
+    p.add_argument("--seed", type=int, default=0, help="fold assignment seed (default 0)")
+    p.add_argument("--ndcg-discount", choices=("letor", "yahoo"), default=DEFAULT_NDCG_DISCOUNT,
+                   help="NDCG discount (default letor)")
+    p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
+                   help="NDCG of queries whose labels are all 0 (default zero)")
+    p.add_argument("--model", metavar="OUT", help="write the best model (refit on all of --input after k-fold)")
+    p.add_argument("--output-json", metavar="FILE", help="write the per-C table and the best C as JSON")
+    p.add_argument("--report", metavar="DIR", help="write PNGs to DIR: metric vs C, the best model's "
+                                                   "convergence and (local engine) scores by label")
+    _add_engine(p)
+    _add_common(p)
+
+    p = sub.add_parser("report", help="draw PNGs of models, a tune result and scores",
+                       description="Write PNGs: convergence of one or more models (from their history), "
+                                   "metric vs C (from a tune JSON), and the score distribution by label "
+                                   "level (a model on --input).")
+    p.add_argument("--model", nargs="+", default=[], metavar="MODEL",
+                   help="model JSON files: convergence overlaid; the first also scores --input")
+    p.add_argument("--tune", metavar="JSON", help="tune result (sparkrank tune --output-json)")
+    p.add_argument("--input", metavar="PATH", help="labelled rows for the score distribution (read locally)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help=argparse.SUPPRESS)
+    p.add_argument("--label-col", default="label", help="Parquet label column (default label)")
+    p.add_argument("--qid-col", default="qid", help="Parquet group-id column (default qid)")
+    p.add_argument("--features-col", default="features", help="Parquet features column (default features)")
+    p.add_argument("--raw-scores", action="store_true",
+                   help="plot raw scores w·x instead of scores minus their query's mean")
+    p.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the PNGs")
+    _add_common(p)
+
+
+def _c_grid(args):
+    from .selection import c_grid_from_range
+
+    if args.C_range:
+        return c_grid_from_range(*args.C_range)
+    return args.C_grid
+
+
+def _cmd_tune(args) -> int:
+    from .selection import SparkSource, tune
+
+    opts = dict(C_grid=_c_grid(args), folds=args.folds, solver=args.solver, metric=args.metric, tol=args.tol,
+                counting=args.counting, max_iter=args.max_iter, cold_start=args.cold_start, seed=args.seed,
+                discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
+    valid_data = None
+    if args.engine == "local":
+        if args.feature_cols:
+            raise ValueError("--feature-cols needs --engine spark")
+        train_data = _load(args)
+        if args.valid:
+            valid_data = _load(_with_input(args, args.valid))
+        result = tune(train_data, valid=valid_data, **opts)
+    else:
+        engine_options = dict(placement=args.placement, num_partitions=args.partitions,
+                              dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth)
+
+        def source(a):
+            df, cols = _spark_frame(a)
+            return SparkSource(df, cols.label, cols.qid, cols.features, engine_options)
+
+        result = tune(source(args), valid=source(_with_input(args, args.valid)) if args.valid else None, **opts)
+    if result.model is not None:
+        result.model.summary["engine"] = args.engine
+    print(result.table())
+    best = result.best_row
+    how = f"{result.folds}-fold" if result.mode == "kfold" else "validation"
+    print(f"best C = {result.best_C:.6g} (log2 C = {np.log2(result.best_C):g}): {how} {result.metric} "
+          f"{best.metric:.5f}; {result.total_iterations} solver iterations, {result.seconds:.1f}s in all")
+    if args.output_json:
+        result.save(args.output_json)
+        print(f"wrote the tune result to {args.output_json}")
+    if args.model and result.model is not None:
+        result.model.save(args.model)
+        print(f"wrote the best model to {args.model}")
+    if args.report:
+        from .report import write_tune_report
+
+        # the score distribution needs the rows in this process: only with the local engine
+        paths = write_tune_report(result, args.report, data=valid_data or (train_data if args.engine == "local"
+                                                                              else None))
+        print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+def _with_input(args, path: str):
+    """A copy of ``args`` reading ``path`` instead of ``--input``."""
+    return argparse.Namespace(**{**vars(args), "input": path})
+
+
+def _train_report(args, model) -> None:
+    from .report import write_training_report
+
+    data = _load_for_model(args, model) if args.engine == "local" else None
+    paths = write_training_report(model, args.report, data=data)
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+def _cmd_report(args) -> int:
+    from . import report
+    from .model import RankingModel
+    from .selection import load_tune_result
+
+    if not (args.model or args.tune):
+        raise ValueError("nothing to draw: give --model and/or --tune")
+    if args.input and not args.model:
+        raise ValueError("--input is for the score distribution and needs --model")
+    out = Path(args.output_dir)
+    models = [(Path(m).stem, RankingModel.load(m)) for m in args.model]
+    paths = []
+    with_history = [(name, m) for name, m in models if m.summary.get("history")]
+    if with_history:
+        paths.append(report.plot_convergence(with_history, out / "convergence.png"))
+    elif models:
+        print("the models have no iteration history; no convergence plot", file=sys.stderr)
+    if args.tune:
+        paths.append(report.plot_metric_vs_c(load_tune_result(args.tune), out / "metric_vs_C.png"))
+    if args.input:
+        args.feature_cols = None
+        data = _load_for_model(args, models[0][1])
+        paths.append(report.plot_score_distribution(models[0][1], data, out / "scores_by_label.png",
+                                                    centered=not args.raw_scores))
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+COMMANDS = {"train": _cmd_train, "predict": _cmd_predict, "evaluate": _cmd_evaluate, "convert": _cmd_convert,
+            "tune": _cmd_tune, "report": _cmd_report}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,242 @@
+"""Model selection over C: warm starts, group-wise folds, best-C choice, CLI tune (local and Spark)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sparkrank.cli import main
+from sparkrank.data.block import DataError, RankingData
+from sparkrank.datasets import make_ranking_data
+from sparkrank.engines.local import LocalEngine
+from sparkrank.evaluation import evaluate_ranking
+from sparkrank.model import RankingModel
+from sparkrank.selection import (
+    DEFAULT_C_GRID,
+    SparkSource,
+    _local_split,
+    c_grid_from_range,
+    check_c_grid,
+    group_folds,
+    load_tune_result,
+    metric_ks,
+    take_groups,
+    tune,
+)
+
+GRID = [2.0**e for e in range(-7, 2)]
+
+
+@pytest.fixture(scope="module")
+def split():
+    data, _ = make_ranking_data(900, 8, rows_per_group=25, density=0.6, seed=3)
+    valid, _ = make_ranking_data(400, 8, rows_per_group=25, density=0.6, seed=4)
+    return data, valid
+
+
+def test_default_grid_and_grid_checks():
+    assert DEFAULT_C_GRID[0] == 2.0**-15 and DEFAULT_C_GRID[-1] == 2.0**10 and len(DEFAULT_C_GRID) == 26
+    assert check_c_grid([4, 0.5, 1, 0.5]) == [0.5, 1.0, 4.0]
+    assert c_grid_from_range(-2, 1) == [0.25, 0.5, 1.0, 2.0]
+    with pytest.raises(ValueError, match="positive"):
+        check_c_grid([1.0, -2.0])
+    with pytest.raises(ValueError, match="empty"):
+        c_grid_from_range(3, 1)
+    assert metric_ks("ndcg@7") == (7,)
+    with pytest.raises(ValueError, match="unknown metric"):
+        metric_ks("ndcg@0")
+
+
+def test_warm_start_gives_the_cold_start_models_in_fewer_iterations(split):
+    data, valid = split
+    common = dict(valid=valid, C_grid=GRID, tol=1e-6, keep_models=True)
+    warm = tune(data, **common)
+    cold = tune(data, cold_start=True, **common)
+    assert warm.total_iterations < cold.total_iterations
+    for C in GRID:
+        (w_model,), (c_model,) = warm.models[C], cold.models[C]
+        scale = np.linalg.norm(c_model.weights)
+        np.testing.assert_allclose(w_model.weights, c_model.weights, atol=1e-4 * scale)
+        assert w_model.summary["objective"] == pytest.approx(c_model.summary["objective"], rel=1e-8)
+    for rw, rc in zip(warm.rows, cold.rows):
+        assert rw.metric == pytest.approx(rc.metric, abs=1e-3)
+    assert cold.rows[0].iterations == warm.rows[0].iterations  # the first C starts from zero either way
+
+
+def test_best_c_is_the_best_validation_metric_and_its_model(split):
+    data, valid = split
+    result = tune(data, valid=valid, C_grid=GRID, metric="mean_ndcg", keep_models=True)
+    metrics = [r.metric for r in result.rows]
+    assert [r.C for r in result.rows] == GRID
+    assert result.best_C == GRID[int(np.argmax(metrics))]
+    assert result.best_row.metric == max(metrics)
+    # the row's metric is the metric of that model on the validation rows, and it is the returned model
+    model = result.models[result.best_C][0]
+    assert result.model is model
+    assert result.model.C == result.best_C
+    direct = evaluate_ranking(valid.groups, model.predict(valid))["mean_ndcg"]
+    assert result.best_row.metric == pytest.approx(direct, abs=1e-12)
+    for row in result.rows:
+        assert row.iterations == row.fold_iterations[0] and row.fold_metrics == [row.metric]
+
+
+def test_ties_pick_the_smallest_c(split):
+    data, valid = split
+    # all-zero validation features: every model scores every row 0, AUC is 0.5 for every C
+    flat = RankingData.from_arrays(np.zeros((valid.n_rows, valid.n_features)), valid.labels,
+                                   np.repeat(valid.qids, valid.groups.group_sizes))
+    result = tune(data, valid=flat, C_grid=[0.5, 0.125, 2.0], metric="auc")
+    assert [r.metric for r in result.rows] == [0.5, 0.5, 0.5]
+    assert result.best_C == 0.125
+
+
+def test_group_folds_keep_groups_whole_and_cover_each_group_once():
+    rng = np.random.default_rng(0)
+    # groups scattered over the input (not contiguous), string ids
+    qid = rng.choice([f"q{i}" for i in range(23)], size=400)
+    X = rng.random((400, 5))
+    y = rng.integers(0, 3, size=400).astype(float)
+    data = RankingData.from_arrays(X, y, qid)
+    k = 4
+    folds = _local_split(data, k, seed=7)
+    held = [set(va.qids) for _, va in folds]
+    assert set().union(*held) == set(data.qids)
+    assert sum(len(h) for h in held) == data.groups.n_groups  # disjoint
+    sizes = np.bincount(group_folds(data.groups.n_groups, k, 7))
+    assert sizes.max() - sizes.min() <= 1
+    for tr, va in folds:
+        assert set(tr.qids) | set(va.qids) == set(data.qids) and not set(tr.qids) & set(va.qids)
+        for part in (tr, va):
+            # every group has all its input rows: same rows (by input position) as the original
+            for g, q in enumerate(part.qids):
+                rows = part.row_order[part.groups.offsets[g]:part.groups.offsets[g + 1]]
+                assert sorted(rows) == sorted(np.flatnonzero(qid == q))
+                np.testing.assert_array_equal(part.X[part.groups.offsets[g]:part.groups.offsets[g + 1]].toarray(),
+                                              X[rows])
+                np.testing.assert_array_equal(part.groups.labels[part.groups.offsets[g]:part.groups.offsets[g + 1]],
+                                              y[rows])
+
+
+def test_take_groups_reorders_whole_groups(split):
+    data, _ = split
+    part = take_groups(data, np.array([2, 0]))
+    o = data.groups.offsets
+    np.testing.assert_array_equal(part.labels, np.concatenate([data.labels[o[2]:o[3]], data.labels[o[0]:o[1]]]))
+    assert list(part.qids) == [data.qids[2], data.qids[0]]
+    assert part.groups.n_pairs == data.groups.pairs_per_group[[0, 2]].sum()
+
+
+def test_kfold_refits_on_all_training_data(split):
+    data, _ = split
+    result = tune(data, folds=3, C_grid=GRID[:4], metric="ndcg@5", seed=1)
+    assert result.mode == "kfold" and result.folds == 3
+    assert all(len(r.fold_metrics) == 3 and len(r.fold_iterations) == 3 for r in result.rows)
+    for r in result.rows:
+        assert r.metric == pytest.approx(np.mean(r.fold_metrics))
+        assert r.iterations == sum(r.fold_iterations)
+    assert result.model.summary["n_rows"] == data.n_rows and result.model.C == result.best_C
+    d = json.loads(json.dumps(result.to_dict()))
+    assert d["best_C"] == result.best_C and d["best_metric"] == result.best_row.metric
+    assert d["best_model"]["C"] == result.best_C and len(d["rows"]) == 4
+
+
+def test_bmrm_tunes_too(split):
+    data, valid = split
+    result = tune(data, valid=valid, solver="bmrm", C_grid=[2.0**-6, 2.0**-3], max_iter=60)
+    assert result.solver == "bmrm" and result.model.solver == "bmrm"
+    assert all(r.iterations > 0 for r in result.rows[:1])
+
+
+def test_clear_errors(split):
+    data, valid = split
+    with pytest.raises(ValueError, match="exactly one"):
+        tune(data, valid=valid, folds=3)
+    with pytest.raises(ValueError, match="exactly one"):
+        tune(data)
+    with pytest.raises(DataError, match="at least 100 query groups"):
+        tune(data, folds=100)
+    one_ranking, _ = make_ranking_data(60, 3, rows_per_group=None, seed=0)
+    with pytest.raises(DataError, match="global ranking"):
+        tune(one_ranking, folds=2)
+    with pytest.raises(TypeError, match="cannot be split"):
+        tune(LocalEngine(data), folds=2)
+    with pytest.raises(ValueError, match="unknown solver"):
+        tune(data, valid=valid, solver="nope")
+
+
+def test_cli_tune_local_end_to_end(tmp_path, capsys):
+    out = tmp_path / "tune.json"
+    rc = main(["tune", "--input", "sample:train", "--valid", "sample:test", "--C-range", "-6", "-3",
+               "--metric", "ndcg@10", "--engine", "local", "--model", str(tmp_path / "best.json"),
+               "--output-json", str(out), "-q"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "best C" in text and "ndcg@10" in text and "<- best" in text
+    d = load_tune_result(out)
+    assert [r["C"] for r in d["rows"]] == c_grid_from_range(-6, -3)
+    best = max(d["rows"], key=lambda r: r["metric"])
+    assert d["best_C"] == best["C"]
+    model = RankingModel.load(tmp_path / "best.json")
+    assert model.C == d["best_C"]
+    assert f"{d['best_C']:.6g}" in text
+
+
+def test_cli_tune_kfold_local(tmp_path, capsys):
+    rc = main(["tune", "--input", "sample:train", "--folds", "2", "--C-grid", "0.01", "0.1",
+               "--engine", "local", "--output-json", str(tmp_path / "t.json"), "-q"])
+    assert rc == 0
+    d = json.loads((tmp_path / "t.json").read_text())
+    assert d["mode"] == "kfold" and d["folds"] == 2 and all(len(r["fold_metrics"]) == 2 for r in d["rows"])
+    assert "±" in capsys.readouterr().out
+
+
+def test_cli_tune_bad_range_is_a_clear_error(capsys):
+    rc = main(["tune", "--input", "sample:train", "--valid", "sample:test", "--C-range", "3", "1",
+               "--engine", "local", "-q"])
+    assert rc == 2
+    assert "C range is empty" in capsys.readouterr().err
+
+
+def test_spark_folds_are_hash_of_the_group_id(spark):
+    rng = np.random.default_rng(1)
+    rows = [(float(rng.integers(0, 3)), int(q), [float(v) for v in rng.random(3)])
+            for q in rng.integers(0, 30, size=300)]
+    df = spark.createDataFrame(rows, ["label", "qid", "features"])
+    src = SparkSource(df)
+    k = 3
+    pairs = df.select("qid", src.fold_column(k, seed=5).alias("fold")).distinct().collect()
+    fold_of = {}
+    for r in pairs:
+        assert r.qid not in fold_of, "a group was split across folds"
+        fold_of[r.qid] = r.fold
+    assert set(fold_of) == {q for _, q, _ in rows} and set(fold_of.values()) <= set(range(k))
+    held_rows = 0
+    for i in range(k):
+        tr, va = src.split(k, i, seed=5)
+        held = {r.qid for r in va.df.select("qid").distinct().collect()}
+        assert held == {q for q, f in fold_of.items() if f == i}
+        assert not held & {r.qid for r in tr.df.select("qid").distinct().collect()}
+        held_rows += va.df.count()
+    assert held_rows == len(rows)
+    no_qid = SparkSource(df.drop("qid"), qid_col=None)
+    with pytest.raises(DataError, match="query-id column"):
+        tune(no_qid, folds=2, C_grid=[1.0])
+
+
+def test_cli_tune_on_spark_matches_local(spark, tmp_path, capsys):
+    grid = ["--C-grid", "0.03125", "0.125"]
+    common = ["--input", "sample:train", "--valid", "sample:test", *grid, "-q"]
+    assert main(["tune", *common, "--engine", "local", "--output-json", str(tmp_path / "local.json")]) == 0
+    assert main(["tune", *common, "--engine", "spark", "--partitions", "2",
+                 "--output-json", str(tmp_path / "spark.json")]) == 0
+    local = load_tune_result(tmp_path / "local.json")
+    on_spark = load_tune_result(tmp_path / "spark.json")
+    assert on_spark["best_C"] == local["best_C"]
+    for a, b in zip(local["rows"], on_spark["rows"]):
+        assert a["iterations"] == b["iterations"]
+        assert b["metric"] == pytest.approx(a["metric"], abs=1e-9)
+        assert b["objective"] == pytest.approx(a["objective"], rel=1e-9)
+    assert not math.isnan(on_spark["best_metric"])
