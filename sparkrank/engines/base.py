@@ -32,11 +32,22 @@ class KernelResult:
         Per-row coefficients ``c``; the engine returns ``Xᵀ c`` summed over blocks.
     state : object
         Block-local state to keep for later passes (only if the caller asked).
+    stats_lo : float64 array (s,) or None
+        Low parts of ``stats`` when the kernel summed them as double-doubles
+        (:mod:`sparkrank.engines.exact_sum`); engines then merge blocks without order
+        dependence, so every engine and partitioning gives the same float64 totals.
     """
 
     stats: np.ndarray
     coef: np.ndarray | None = None
     state: Any = None
+    stats_lo: np.ndarray | None = None
+
+    def stats_dd(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(stats, stats_lo)`` as float64 arrays (``lo`` zeros if the kernel gave none)."""
+        hi = np.asarray(self.stats, dtype=np.float64)
+        lo = np.zeros_like(hi) if self.stats_lo is None else np.asarray(self.stats_lo, dtype=np.float64)
+        return hi, lo
 
 
 class ScoreKernel(Protocol):
@@ -58,6 +69,89 @@ class DataSummary:
     n_groups: int
     n_pairs: int
     n_groups_without_pairs: int
+
+
+@dataclass(frozen=True)
+class FeatureStatistics:
+    """Per-feature count, mean, variance, min and max over all rows (implicit zeros included).
+
+    Blocks are merged with Chan et al.'s pairwise update of ``(count, mean, M2)``, which
+    stays accurate where ``Σx² − (Σx)²/n`` would cancel.
+
+    Attributes
+    ----------
+    count : int
+        Rows seen.
+    mean, m2, min, max : float64 arrays (n_features,)
+        ``m2`` is the sum of squared deviations from the mean.
+    """
+
+    count: int
+    mean: np.ndarray
+    m2: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+
+    @property
+    def n_features(self) -> int:
+        return int(self.mean.shape[0])
+
+    def variance(self, ddof: int = 1) -> np.ndarray:
+        """Per-feature variance (``ddof=1``: the unbiased sample variance, as Spark's ``StandardScaler``)."""
+        if self.count - ddof <= 0:
+            return np.zeros_like(self.mean)
+        return self.m2 / (self.count - ddof)
+
+    @classmethod
+    def empty(cls, n_features: int) -> "FeatureStatistics":
+        z = np.zeros(n_features)
+        return cls(0, z, z.copy(), np.full(n_features, np.inf), np.full(n_features, -np.inf))
+
+    @classmethod
+    def from_csr(cls, indptr, indices, data, n_rows: int, n_features: int) -> "FeatureStatistics":
+        """Statistics of one CSR block (scipy or memory-mapped arrays); absent entries are zeros."""
+        if n_rows == 0:
+            return cls.empty(n_features)
+        idx = np.asarray(indices[: indptr[n_rows]], dtype=np.int64)
+        val = np.asarray(data[: indptr[n_rows]], dtype=np.float64)
+        total = np.bincount(idx, weights=val, minlength=n_features)[:n_features]
+        nnz = np.bincount(idx, minlength=n_features)[:n_features]
+        mean = total / n_rows
+        zeros = n_rows - nnz
+        # deviations of the stored values, plus the implicit zeros' (0 - mean)²
+        m2 = np.bincount(idx, weights=(val - mean[idx]) ** 2, minlength=n_features)[:n_features] + zeros * mean**2
+        lo = np.full(n_features, np.inf)
+        hi = np.full(n_features, -np.inf)
+        np.minimum.at(lo, idx, val)
+        np.maximum.at(hi, idx, val)
+        has_zero = zeros > 0
+        lo[has_zero] = np.minimum(lo[has_zero], 0.0)
+        hi[has_zero] = np.maximum(hi[has_zero], 0.0)
+        return cls(int(n_rows), mean, m2, lo, hi)
+
+    def padded(self, n_features: int) -> "FeatureStatistics":
+        """The same statistics over ``n_features`` columns (missing columns are all-zero)."""
+        pad = n_features - self.n_features
+        if pad <= 0:
+            return self
+        zero_lo, zero_hi = (0.0, 0.0) if self.count else (np.inf, -np.inf)
+        return FeatureStatistics(self.count, np.pad(self.mean, (0, pad)), np.pad(self.m2, (0, pad)),
+                                 np.pad(self.min, (0, pad), constant_values=zero_lo),
+                                 np.pad(self.max, (0, pad), constant_values=zero_hi))
+
+    def merge(self, other: "FeatureStatistics | None") -> "FeatureStatistics":
+        """Statistics of the union of two disjoint row sets (Chan, Golub & LeVeque 1979)."""
+        if other is None or other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        n = max(self.n_features, other.n_features)
+        a, b = self.padded(n), other.padded(n)
+        count = a.count + b.count
+        delta = b.mean - a.mean
+        mean = a.mean + delta * (b.count / count)
+        m2 = a.m2 + b.m2 + delta**2 * (a.count * b.count / count)
+        return FeatureStatistics(count, mean, m2, np.minimum(a.min, b.min), np.maximum(a.max, b.max))
 
 
 @dataclass
@@ -111,6 +205,10 @@ class Engine(ABC):
     @abstractmethod
     def release(self, state: StateHandle) -> None:
         """Free kept state."""
+
+    def feature_statistics(self) -> FeatureStatistics:
+        """Per-feature count, mean, variance, min and max of the training rows (one pass)."""
+        raise NotImplementedError(f"{type(self).__name__} does not compute feature statistics")
 
     def close(self) -> None:
         """Release resources (cached data, sessions)."""

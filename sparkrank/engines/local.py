@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.block import RankingData
-from .base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
-from .linalg import csr_dot, csr_tdot
+from .base import DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
+from .exact_sum import csr_tdot_dd, dd_round
+from .linalg import csr_dot
 
 
 class LocalEngine(Engine):
@@ -32,10 +33,15 @@ class LocalEngine(Engine):
             raise RuntimeError("kernel state was already released")
         scores = csr_dot(self.data.X, vector)
         result = kernel(self.data.groups, scores, None if state is None else state.payload)
-        gradient = None if result.coef is None else csr_tdot(self.data.X, result.coef)
+        # sums rounded once from double-doubles, as the Spark engine does over its blocks
+        gradient = None if result.coef is None else dd_round(csr_tdot_dd(self.data.X, result.coef))
         handle = StateHandle(result.state) if keep_state else None
-        return PassResult(np.asarray(result.stats, dtype=np.float64), gradient, handle)
+        return PassResult(dd_round(result.stats_dd()), gradient, handle)
 
     def release(self, state: StateHandle) -> None:
         state.payload = None
         state.released = True
+
+    def feature_statistics(self) -> FeatureStatistics:
+        X = self.data.X
+        return FeatureStatistics.from_csr(X.indptr, X.indices, X.data, X.shape[0], X.shape[1])

@@ -16,6 +16,7 @@ import numpy as np
 from ..conventions import MARGIN
 from ..data.groups import QueryGroups
 from ..engines.base import KernelResult
+from ..engines.exact_sum import dd_add, sum_dd
 from .counting import DEFAULT_COUNTING, count_support_pairs, sort_within_groups
 
 
@@ -31,8 +32,10 @@ class HingeKernel:
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
         c, d = counts.n_above, counts.n_below
-        loss = float(np.dot((c - d).astype(np.float64), scores) + c.sum())  # airola2011 eq. (7)
-        return KernelResult(np.array([loss, float(c.sum())]), (c - d).astype(np.float64))  # eq. (8)
+        coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
+        n_support = float(c.sum())
+        loss = dd_add(sum_dd(coef * scores), (n_support, 0.0))  # eq. (7)
+        return KernelResult(np.array([loss[0], n_support]), coef, stats_lo=np.array([loss[1], 0.0]))
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,10 @@ class SquaredHingeKernel:
         l_sum = (k.n_above + k.n_below).astype(np.float64)
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
-        loss = float(np.dot(l_sum * scores - alpha + 2.0 * l_diff, scores) + k.n_below.sum())
+        loss = dd_add(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores), (float(k.n_below.sum()), 0.0))
         coef = 2.0 * (l_sum * scores - alpha + l_diff)
-        return KernelResult(np.array([loss, float(k.n_above.sum())]), coef, (scores, order))
+        return KernelResult(np.array([loss[0], float(k.n_above.sum())]), coef, (scores, order),
+                            stats_lo=np.array([loss[1], 0.0]))
 
 
 @dataclass(frozen=True)

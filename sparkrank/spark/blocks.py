@@ -24,7 +24,8 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from ..data.groups import QueryGroups
-from ..engines.linalg import csr_dot, csr_tdot
+from ..engines.exact_sum import csr_tdot_dd, dd_add
+from ..engines.linalg import csr_dot
 
 REF_SCHEMA = (
     "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "
@@ -211,11 +212,8 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
             if out_state is not None:
                 with open(_state_file(ref.path, out_state), "wb") as f:
                     pickle.dump(result.state, f, protocol=pickle.HIGHEST_PROTOCOL)
-            grad = None
-            if result.coef is not None:
-                grad = np.zeros(n_features)
-                grad[: ref.width] = csr_tdot(block.X, result.coef)
-            yield np.asarray(result.stats, dtype=np.float64), grad
+            grad = None if result.coef is None else _padded_tdot(block.X, result.coef, n_features)
+            yield result.stats_dd(), grad
 
     return task
 
@@ -239,10 +237,8 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
         c = c_bc.value
         for ref in refs:
             if ref.n_rows:
-                lo = row_start[ref.partition]
-                grad = np.zeros(n_features)
-                grad[: ref.width] = csr_tdot(open_block(ref.path, ref.width).X, c[lo: lo + ref.n_rows])
-                yield grad
+                start = row_start[ref.partition]
+                yield _padded_tdot(open_block(ref.path, ref.width).X, c[start: start + ref.n_rows], n_features)
 
     return task
 
@@ -272,12 +268,46 @@ def cleanup_task():
     return task
 
 
-def add_pair(a: Any, b: Any):
-    """``treeAggregate`` combiner for ``(stats, gradient)`` tuples (``None`` = nothing yet)."""
+def _padded_tdot(X, coef: np.ndarray, n_features: int):
+    """``Xᵀc`` of one block as a double-double padded to ``n_features``."""
+    hi, lo = csr_tdot_dd(X, coef)
+    pad = n_features - hi.shape[0]
+    return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
+
+
+def add_dd(a: Any, b: Any):
+    """``treeAggregate`` combiner for double-doubles (``None`` = nothing yet)."""
     if a is None:
         return b
     if b is None:
         return a
-    stats = a[0] + b[0]
-    grad = None if a[1] is None else a[1] + b[1]
-    return stats, grad
+    return dd_add(a, b)
+
+
+def add_pair(a: Any, b: Any):
+    """``treeAggregate`` combiner for ``(stats, gradient)`` double-double tuples."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1])
+
+
+def feature_stats_task(n_features: int):
+    """Per-feature count/mean/M2/min/max of each block (merged by ``treeAggregate``)."""
+    from ..engines.base import FeatureStatistics
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                X = open_block(ref.path, ref.width).X
+                yield FeatureStatistics.from_csr(X.indptr, X.indices, X.data, ref.n_rows, n_features)
+
+    return task
+
+
+def merge_stats(a: Any, b: Any):
+    """``treeAggregate`` combiner for :class:`~sparkrank.engines.base.FeatureStatistics`."""
+    if a is None:
+        return b
+    return a.merge(b)

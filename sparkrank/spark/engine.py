@@ -29,6 +29,7 @@ from ..data.arrow import FeatureSpec
 from ..data.block import DataError
 from ..data.groups import QueryGroups
 from ..engines.base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
+from ..engines.exact_sum import dd_round
 from . import blocks
 
 log = logging.getLogger("sparkrank.spark")
@@ -199,8 +200,9 @@ class SparkEngine(Engine):
                 None, blocks.add_pair, blocks.add_pair, depth=self.aggregation_depth)
         finally:
             bw.destroy()
-        stats, grad = total if total is not None else (np.zeros(0), None)
-        return PassResult(stats, grad, StateHandle(out_id) if keep_state else None)
+        stats, grad = total if total is not None else ((np.zeros(0), np.zeros(0)), None)
+        grad = None if grad is None else dd_round(grad)
+        return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None)
 
     def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
         bw = self.sc.broadcast(vector)
@@ -215,17 +217,16 @@ class SparkEngine(Engine):
             bc = self.sc.broadcast(np.ascontiguousarray(result.coef, dtype=np.float64))
             try:
                 grad = self._refs_rdd.mapPartitions(blocks.gradient_task(bc, self.row_start, self.n_features)) \
-                    .treeAggregate(None, _add, _add, depth=self.aggregation_depth)
+                    .treeAggregate(None, blocks.add_dd, blocks.add_dd, depth=self.aggregation_depth)
             finally:
                 bc.destroy()
-            if grad is None:
-                grad = np.zeros(self.n_features)
+            grad = np.zeros(self.n_features) if grad is None else dd_round(grad)
         handle = None
         if keep_state:
             sid = next(self._state_ids)
             self._driver_states[sid] = result.state
             handle = StateHandle(sid)
-        return PassResult(np.asarray(result.stats, dtype=np.float64), grad, handle)
+        return PassResult(dd_round(result.stats_dd()), grad, handle)
 
     def release(self, state: StateHandle) -> None:
         if state.released:
@@ -235,6 +236,14 @@ class SparkEngine(Engine):
             self._released.append(state.payload)  # deleted by the next pass's tasks
         else:
             self._driver_states.pop(state.payload, None)
+
+    def feature_statistics(self):
+        """Per-feature statistics: one task per block, merged by ``treeAggregate`` (Chan's update)."""
+        from ..engines.base import FeatureStatistics
+
+        total = self._refs_rdd.mapPartitions(blocks.feature_stats_task(self.n_features)).treeAggregate(
+            None, blocks.merge_stats, blocks.merge_stats, depth=self.aggregation_depth)
+        return FeatureStatistics.empty(self.n_features) if total is None else total.padded(self.n_features)
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""
@@ -247,10 +256,3 @@ class SparkEngine(Engine):
             self._refs_df.unpersist()
             self._refs_df = None
 
-
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b

@@ -1,0 +1,76 @@
+"""Order-independent sums for engines: double-double (TwoSum) accumulation.
+
+Why: an engine sums ``Xᵀc`` and the loss statistics over blocks, and the block layout
+(partitions, hash placement, ``treeAggregate`` depth) decides the order of the additions.
+In plain float64 two engines then differ in the last bits, and on badly conditioned data
+(MQ2008's near-collinear LETOR features) TRON amplifies a one-ulp difference about 100×
+per Newton step, so local and Spark models would drift apart.  Accumulating every sum as
+an unevaluated pair ``hi + lo`` (Knuth's TwoSum, error-free) and rounding once at the end
+gives, whatever the order, the float64 nearest to the exact sum of the (identically
+rounded) terms — up to an error ``≈ ε²·Σ|terms|`` that only matters when the sum sits
+within that distance of a rounding midpoint.  Ogita, Rump & Oishi (2005), "Accurate sum
+and dot product", Algorithm 4.4 (Sum2).
+
+A double-double value is a tuple ``(hi, lo)`` of equal-shape float64 arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DoubleDouble = tuple[np.ndarray, np.ndarray]
+
+
+@njit(cache=True, nogil=True)
+def _csr_tdot_dd(indptr, indices, data, c, n):
+    hi = np.zeros(n, dtype=np.float64)
+    lo = np.zeros(n, dtype=np.float64)
+    for i in range(indptr.shape[0] - 1):
+        ci = c[i]
+        if ci != 0.0:
+            for k in range(indptr[i], indptr[i + 1]):
+                j = indices[k]
+                p = data[k] * ci
+                a = hi[j]
+                s = a + p
+                bb = s - a
+                lo[j] += (a - (s - bb)) + (p - bb)  # TwoSum error term
+                hi[j] = s
+    return hi, lo
+
+
+@njit(cache=True, nogil=True)
+def _sum_dd(x):
+    hi = 0.0
+    lo = 0.0
+    for i in range(x.shape[0]):
+        p = x[i]
+        s = hi + p
+        bb = s - hi
+        lo += (hi - (s - bb)) + (p - bb)
+        hi = s
+    return hi, lo
+
+
+def csr_tdot_dd(X, c: np.ndarray) -> DoubleDouble:
+    """``Xᵀ c`` as a double-double ``(hi, lo)``."""
+    return _csr_tdot_dd(X.indptr, X.indices, X.data, np.ascontiguousarray(c, dtype=np.float64), X.shape[1])
+
+
+def sum_dd(x: np.ndarray) -> tuple[float, float]:
+    """``Σ x`` as a double-double ``(hi, lo)``."""
+    return _sum_dd(np.ascontiguousarray(x, dtype=np.float64))
+
+
+def dd_add(a: DoubleDouble, b: DoubleDouble) -> DoubleDouble:
+    """``a + b`` for double-doubles (elementwise arrays or scalars)."""
+    s = a[0] + b[0]
+    bb = s - a[0]
+    err = (a[0] - (s - bb)) + (b[0] - bb)
+    return s, a[1] + b[1] + err
+
+
+def dd_round(a: DoubleDouble) -> np.ndarray:
+    """The float64 nearest to ``hi + lo``."""
+    return np.asarray(a[0] + a[1], dtype=np.float64)
