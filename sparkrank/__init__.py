@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 from .data.block import DataError, RankingData  # noqa: E402
 from .data.groups import QueryGroups  # noqa: E402
 from .model import RankingModel  # noqa: E402
+from .standardization import Standardization  # noqa: E402
 from .training import train  # noqa: E402
 
 
@@ -23,4 +24,5 @@ def load_svmlight(path, **kwargs):
     return _load(path, **kwargs)
 
 
-__all__ = ["DataError", "QueryGroups", "RankingData", "RankingModel", "load_svmlight", "train", "__version__"]
+__all__ = ["DataError", "QueryGroups", "RankingData", "RankingModel", "Standardization", "load_svmlight", "train",
+           "__version__"]

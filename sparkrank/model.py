@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from .data.block import RankingData
 from .engines.linalg import csr_dot
+from .standardization import Standardization
 
 FORMAT_VERSION = 1
 #: Above this many features the weights are also written to ``<model>.weights.npy``.
@@ -41,6 +42,9 @@ class RankingModel:
     summary : dict
         Training facts: iterations, objective, objective history, seconds, converged,
         message, rows, groups, pairs.
+    standardization : Standardization or None
+        When set, ``weights`` are on the standardized features and a row scores
+        ``weights·((x − shift)·scale)`` (see :mod:`sparkrank.standardization`).
     """
 
     weights: np.ndarray
@@ -52,10 +56,26 @@ class RankingModel:
     options: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    standardization: Standardization | None = None
 
     @property
     def n_features(self) -> int:
         return int(self.weights.shape[0])
+
+    @property
+    def raw_weights(self) -> np.ndarray:
+        """Weights on the raw features: ``scale·weights`` when standardized, else ``weights``.
+
+        They rank every query exactly as the model does (scores differ by :attr:`intercept`).
+        """
+        st = self.standardization
+        return self.weights if st is None else st.raw_weights(self.weights)
+
+    @property
+    def intercept(self) -> float:
+        """The constant added to ``x·raw_weights`` (``−(shift·scale)·weights``; 0 without standardization)."""
+        st = self.standardization
+        return 0.0 if st is None else st.intercept(self.weights)
 
     def predict(self, X) -> np.ndarray:
         """Scores ``X w`` for a matrix or :class:`RankingData` (in its stored order).
@@ -70,11 +90,15 @@ class RankingModel:
         X = sp.csr_matrix(X)
         if X.shape[1] > self.n_features:
             raise ValueError(f"data has {X.shape[1]} feature columns but the model has {self.n_features}")
-        return csr_dot(X, self.weights)
+        if self.standardization is None:
+            return csr_dot(X, self.weights)
+        # w'·((x − shift)·scale) = x·(scale·w') − (shift·scale)·w', without densifying x
+        return csr_dot(X, self.raw_weights[: X.shape[1]]) + self.intercept
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["weights"] = [float(v) for v in self.weights]
+        d["standardization"] = None if self.standardization is None else self.standardization.to_dict()
         d["n_features"] = self.n_features
         d["format_version"] = FORMAT_VERSION
         d["library"] = "sparkrank"
@@ -99,15 +123,22 @@ class RankingModel:
             d = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"cannot read model file {path}: {exc}") from exc
+        sidecar = d.get("weights_npy")
+        weights = np.load(path.parent / sidecar) if sidecar and (path.parent / sidecar).exists() else None
+        return cls.from_dict(d, weights=weights, source=str(path))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, weights: np.ndarray | None = None,
+                  source: str = "model record") -> "RankingModel":
+        """A model from :meth:`to_dict` output (``weights`` overrides ``d["weights"]``)."""
         for key in ("weights", "solver", "C"):
             if key not in d:
-                raise ValueError(f"model file {path} has no {key!r}")
-        sidecar = d.get("weights_npy")
-        if sidecar and (path.parent / sidecar).exists():
-            weights = np.load(path.parent / sidecar)
-        else:
+                raise ValueError(f"{source} has no {key!r}")
+        if weights is None:
             weights = np.asarray(d["weights"], dtype=np.float64)
+        st = d.get("standardization")
         return cls(
+            standardization=None if not st else Standardization.from_dict(st),
             weights=weights,
             solver=d["solver"],
             C=float(d["C"]),

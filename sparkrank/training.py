@@ -19,6 +19,7 @@ from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
 from .solvers.bmrm import bmrm
 from .solvers.result import IterationCallback, SolverResult
 from .solvers.tron import tron
+from .standardization import standardized_engine
 
 log = logging.getLogger("sparkrank")
 
@@ -83,6 +84,7 @@ def train(
     w0: np.ndarray | None = None,
     solver_options: dict | None = None,
     callback: IterationCallback | None = None,
+    standardization: str = "none",
 ) -> RankingModel:
     """Train a linear ranker.
 
@@ -107,6 +109,11 @@ def train(
         Solver-specific keyword options handed to the solver's objective.
     callback : callable, optional
         ``callback(iteration, w, record)`` after every solver iteration.
+    standardization : {"none", "minmax", "standard"}
+        Train on per-feature standardized features (one statistics pass, then the exact
+        reparametrisation of :mod:`sparkrank.standardization`); the model stores it and
+        applies it at predict time.  ``w0``, the callback's ``w`` and the model's
+        ``weights`` are then on the standardized features.
 
     Returns
     -------
@@ -123,6 +130,7 @@ def train(
     )
     options = dict(solver_options or {})
     tol = spec.default_tol if tol is None else float(tol)
+    engine, standardizer = standardized_engine(engine, standardization)
     objective = make_objective(engine, solver, C, counting, **options)
     if w0 is not None:
         w0 = np.asarray(w0, dtype=np.float64)
@@ -133,6 +141,7 @@ def train(
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
              solver, result.iterations, result.message, result.objective, result.seconds)
     return RankingModel(
+        standardization=standardizer,
         weights=result.w,
         solver=solver,
         C=C,

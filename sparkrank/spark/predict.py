@@ -8,15 +8,21 @@ from ..data.arrow import FeatureSpec, table_to_csr
 from ..engines.linalg import csr_dot
 
 
-def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = "score"):
-    """``df`` without its feature columns, plus ``score_col = w·x`` (a lazy DataFrame)."""
+def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = "score",
+                      keep_features: bool = False):
+    """``df`` without its feature columns (all of ``df`` with ``keep_features``), plus
+    ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame."""
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     spec = FeatureSpec.detect(df.columns, features_col)
     feature_cols = [c for c in (spec.features_col, spec.indices_col, spec.values_col) if c]
-    keep = [c for c in df.columns if c not in feature_cols]
+    keep = list(df.columns) if keep_features else [c for c in df.columns if c not in feature_cols]
+    if score_col in keep:
+        raise ValueError(f"predict: the data already has a column {score_col!r}; choose another score column")
     schema = StructType([f for f in df.schema.fields if f.name in keep] + [StructField(score_col, DoubleType())])
-    weights = np.asarray(model.weights, dtype=np.float64)
+    # raw-space weights and constant of a standardized model (sparkrank.standardization)
+    weights = np.asarray(model.raw_weights, dtype=np.float64)
+    intercept = float(model.intercept)
 
     def score(batches):
         import pyarrow as pa
@@ -26,6 +32,8 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
             if X.shape[1] > weights.shape[0]:
                 raise ValueError(f"predict: data has {X.shape[1]} feature columns but the model has {weights.shape[0]}")
             s = csr_dot(X, weights[: X.shape[1]])
+            if intercept:
+                s += intercept
             cols = [batch.column(batch.schema.get_field_index(c)) for c in keep]
             yield pa.RecordBatch.from_arrays(cols + [pa.array(s)], names=keep + [score_col])
 

@@ -1,0 +1,209 @@
+"""LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
+
+Fitting builds a :class:`~sparkrank.spark.engine.SparkEngine` over the DataFrame and calls
+:func:`sparkrank.training.train`; every piece of training logic lives there.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+from pyspark import keyword_only
+from pyspark.ml import Estimator
+from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
+
+from ..data.block import DataError
+from .checkpoint import CheckpointWriter, latest_checkpoint
+from .model import LinearRankerModel
+from .params import LinearRankerParams
+
+log = logging.getLogger("sparkrank.ml")
+
+
+class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, DefaultParamsWritable):
+    """Exact pairwise linear learning-to-rank (RankSVM family) on a Spark DataFrame.
+
+    Rows of the same group (``groupCol``, alias ``qidCol``) are compared; row ``i`` should
+    score above row ``j`` when its label is larger.  No pair is ever materialised.
+
+    Parameters
+    ----------
+    featuresCol : str, default "features"
+        A Spark ML Vector column (dense or sparse, e.g. from ``VectorAssembler``) or an
+        ``array<double>`` column.
+    labelCol : str, default "label"
+        Real-valued relevance.
+    groupCol : str, default "qid"
+        Query/group id column; ``""`` makes all rows one global ranking.  ``qidCol`` is an alias.
+    predictionCol : str, default "prediction"
+        The score column the model adds.
+    solver : str, default "tron"
+        A name from :data:`sparkrank.training.SOLVERS` (``tron``: L2-loss RankSVM by
+        trust-region Newton; ``bmrm``: L1-loss RankSVM by cutting planes; more as registered).
+    regParam, C : float, optional
+        Regularisation as BMRM's λ (``λ‖w‖² + (1/N)Σ loss``) or LIBLINEAR's C
+        (``½‖w‖² + C Σ loss``, default 1), never both; converted by
+        :mod:`sparkrank.conventions` (``C = 1/(2λN)``, N = preference pairs).
+    tol, maxIter : optional
+        Solver stopping tolerance and iteration cap (defaults: the solver's).
+    counting : {"selection", "rbtree", "direct", "pairs"}
+    kernelPlacement : {"auto", "driver", "executor"}
+    aggregationDepth : int, default 2
+    numPartitions : int, optional
+    standardization : {"none", "minmax", "standard"}
+        Exact per-feature scaling during training (``sparkrank.standardization``); the model
+        stores it and applies it when scoring.
+    initialWeights : list of float, optional
+        Warm start, in the solver's space (a model's ``weights``, or a checkpoint's).
+    checkpointDir : str, optional
+        Hadoop directory where the current weights are written every ``checkpointInterval``
+        solver iterations (:mod:`sparkrank.ml.checkpoint`).
+    checkpointInterval : int, default 10
+    resumeFromCheckpoint : bool, default False
+        Start from the newest checkpoint in ``checkpointDir`` (over ``initialWeights``) when
+        one exists.  The resumed solver counts iterations (and ``maxIter``) afresh.
+    solverOptions : dict, optional
+        Solver-specific options, passed as ``train(solver_options=...)``.
+
+    Notes
+    -----
+    There is no ``weightCol``: per-row weights are not part of the data layer yet.
+    Model selection must keep groups whole; use :func:`sparkrank.ml.with_group_folds` with
+    ``CrossValidator(foldCol=...)`` rather than its random row split.
+    """
+
+    @keyword_only
+    def __init__(
+        self,
+        *,
+        featuresCol: str = "features",
+        labelCol: str = "label",
+        groupCol: str = "qid",
+        qidCol: str | None = None,
+        predictionCol: str = "prediction",
+        solver: str = "tron",
+        regParam: float | None = None,
+        C: float | None = None,
+        tol: float | None = None,
+        maxIter: int | None = None,
+        counting: str = "selection",
+        kernelPlacement: str = "auto",
+        aggregationDepth: int = 2,
+        numPartitions: int | None = None,
+        standardization: str = "none",
+        initialWeights: list[float] | None = None,
+        checkpointDir: str | None = None,
+        checkpointInterval: int = 10,
+        resumeFromCheckpoint: bool = False,
+        solverOptions: dict[str, Any] | None = None,
+    ):
+        super().__init__()
+        self.setParams(**self._input_kwargs)
+
+    def setParams(self, **kwargs: Any) -> "LinearRanker":
+        """Set any of the constructor's params (``None`` values are ignored)."""
+        alias = kwargs.pop("qidCol", None)
+        if alias is not None:
+            if kwargs.get("groupCol") not in (None, alias):
+                raise ValueError("qidCol is an alias of groupCol; give one of them")
+            kwargs["groupCol"] = alias
+        unknown = [k for k in kwargs if not self.hasParam(k)]
+        if unknown:
+            raise ValueError(f"LinearRanker has no param {unknown[0]!r}")
+        return self._set(**{k: v for k, v in kwargs.items() if v is not None})
+
+    def setQidCol(self, value: str) -> "LinearRanker":
+        return self._set(groupCol=value)
+
+    def setGroupCol(self, value: str) -> "LinearRanker":
+        return self._set(groupCol=value)
+
+    def setSolver(self, value: str) -> "LinearRanker":
+        return self._set(solver=value)
+
+    def setC(self, value: float) -> "LinearRanker":
+        return self._set(C=value)
+
+    def setRegParam(self, value: float) -> "LinearRanker":
+        return self._set(regParam=value)
+
+    def setMaxIter(self, value: int) -> "LinearRanker":
+        return self._set(maxIter=value)
+
+    def setTol(self, value: float) -> "LinearRanker":
+        return self._set(tol=value)
+
+    def setStandardization(self, value: str) -> "LinearRanker":
+        return self._set(standardization=value)
+
+    def setInitialWeights(self, value) -> "LinearRanker":
+        return self._set(initialWeights=[float(v) for v in np.asarray(value, dtype=np.float64).ravel()])
+
+    def setFeaturesCol(self, value: str) -> "LinearRanker":
+        return self._set(featuresCol=value)
+
+    def setLabelCol(self, value: str) -> "LinearRanker":
+        return self._set(labelCol=value)
+
+    def setPredictionCol(self, value: str) -> "LinearRanker":
+        return self._set(predictionCol=value)
+
+    # -- fitting ---------------------------------------------------------------------------
+    def _fit(self, dataset) -> LinearRankerModel:
+        from ..spark.engine import SparkEngine
+        from ..training import train
+
+        C, lam = self._maybe(self.C), self._maybe(self.regParam)
+        if C is not None and lam is not None:
+            raise ValueError("set either C (LIBLINEAR) or regParam (BMRM λ), not both")
+        group = self.getGroupCol() or None
+        if group is not None and group not in dataset.columns:
+            raise DataError(f"no group column {group!r}; columns are {', '.join(dataset.columns)} "
+                            "(set groupCol='' to rank all rows as one global ranking)")
+        spark = dataset.sparkSession
+        w0 = self._start_weights(spark)
+        engine = SparkEngine(
+            dataset, label_col=self.getLabelCol(), qid_col=group, features_col=self.getFeaturesCol(),
+            placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
+            aggregation_depth=self.getOrDefault(self.aggregationDepth),
+            n_features=None if w0 is None else len(w0),
+        )
+        try:
+            model = train(
+                engine, solver=self.getSolver(), C=C, lam=lam, tol=self._maybe(self.tol),
+                counting=self.getOrDefault(self.counting), max_iter=self._maybe(self.maxIter), w0=w0,
+                solver_options=self._maybe(self.solverOptions), callback=self._checkpointer(spark, engine),
+                standardization=self.getStandardization(),
+            )
+        finally:
+            engine.close()
+        return self._copyValues(LinearRankerModel(model))
+
+    def _start_weights(self, spark) -> np.ndarray | None:
+        w0 = self._maybe(self.initialWeights)
+        directory = self._maybe(self.checkpointDir)
+        if self.getOrDefault(self.resumeFromCheckpoint):
+            if not directory:
+                raise ValueError("resumeFromCheckpoint needs checkpointDir")
+            found = latest_checkpoint(spark, directory)
+            if found is None:
+                log.info("no checkpoint in %s; starting afresh", directory)
+            else:
+                for key, mine in (("solver", self.getSolver()), ("standardization", self.getStandardization())):
+                    if found.get(key) != mine:
+                        raise ValueError(f"checkpoint {found['path']} was written with {key}={found.get(key)!r}, "
+                                         f"but this fit uses {key}={mine!r}")
+                log.info("resuming from %s (iteration %d)", found["path"], found["iteration"])
+                return found["weights"]
+        return None if w0 is None else np.asarray(w0, dtype=np.float64)
+
+    def _checkpointer(self, spark, engine):
+        directory = self._maybe(self.checkpointDir)
+        if not directory:
+            return None
+        meta = {"solver": self.getSolver(), "standardization": self.getStandardization(),
+                "C": self._maybe(self.C), "regParam": self._maybe(self.regParam),
+                "n_features": engine.summary.n_features}
+        return CheckpointWriter(spark, directory, self.getOrDefault(self.checkpointInterval), meta)

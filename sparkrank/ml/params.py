@@ -1,0 +1,151 @@
+"""The Params shared by :class:`~sparkrank.ml.LinearRanker` and its model, with checking converters.
+
+Every converter raises a ``ValueError``/``TypeError`` naming the parameter and the allowed
+values as soon as a bad value is *set*, so a typo fails before any Spark job runs.  The
+solver list is read from :data:`sparkrank.training.SOLVERS` at that moment, so solvers
+registered later are accepted without touching this module.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol, HasPredictionCol
+
+from ..kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
+from ..standardization import KINDS
+
+PLACEMENTS = ("auto", "driver", "executor")
+
+
+def _choice(name: str, choices) -> Any:
+    def convert(value):
+        value = TypeConverters.toString(value)
+        allowed = tuple(choices() if callable(choices) else choices)
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+        return value
+
+    return convert
+
+
+def _solvers():
+    from ..training import SOLVERS
+
+    return SOLVERS
+
+
+def _positive_float(name: str):
+    def convert(value):
+        value = TypeConverters.toFloat(value)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite positive number; got {value!r}")
+        return value
+
+    return convert
+
+
+def _positive_int(name: str):
+    def convert(value):
+        value = TypeConverters.toInt(value)
+        if value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        return value
+
+    return convert
+
+
+def _finite_list(value):
+    values = TypeConverters.toListFloat(value)
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"initialWeights must be finite; entry {bad[0]} is {values[bad[0]]!r}")
+    return values
+
+
+def _options(value):
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"solverOptions must be a dict with string keys; got {type(value).__name__}")
+    return dict(value)
+
+
+def _group_col(value):
+    return "" if value is None else TypeConverters.toString(value)
+
+
+class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
+    """Params of :class:`~sparkrank.ml.LinearRanker` and :class:`~sparkrank.ml.LinearRankerModel`."""
+
+    groupCol: Param[str] = Param(
+        Params._dummy(), "groupCol",
+        "query/group id column (alias qidCol); '' = all rows form one global ranking", typeConverter=_group_col)
+    solver: Param[str] = Param(
+        Params._dummy(), "solver", "solver name from sparkrank.training.SOLVERS (tron, bmrm, ...)",
+        typeConverter=_choice("solver", _solvers))
+    regParam: Param[float] = Param(
+        Params._dummy(), "regParam", "BMRM λ of λ‖w‖² + (1/N)Σ loss (sparkrank.conventions); exclusive with C",
+        typeConverter=_positive_float("regParam"))
+    C: Param[float] = Param(
+        Params._dummy(), "C", "LIBLINEAR C of ½‖w‖² + C Σ loss (default 1); exclusive with regParam",
+        typeConverter=_positive_float("C"))
+    tol: Param[float] = Param(
+        Params._dummy(), "tol", "stopping tolerance (default: the solver's)", typeConverter=_positive_float("tol"))
+    maxIter: Param[int] = Param(
+        Params._dummy(), "maxIter", "iteration cap (default: the solver's)", typeConverter=_positive_int("maxIter"))
+    counting: Param[str] = Param(
+        Params._dummy(), "counting", "support-pair counting structure: " + ", ".join(COUNTING_METHODS),
+        typeConverter=_choice("counting", COUNTING_METHODS))
+    kernelPlacement: Param[str] = Param(
+        Params._dummy(), "kernelPlacement",
+        "where the score-space kernel runs: auto (executor with groups, else driver), driver, executor",
+        typeConverter=_choice("kernelPlacement", PLACEMENTS))
+    aggregationDepth: Param[int] = Param(
+        Params._dummy(), "aggregationDepth", "treeAggregate depth", typeConverter=_positive_int("aggregationDepth"))
+    numPartitions: Param[int] = Param(
+        Params._dummy(), "numPartitions", "blocks to build (default: the default parallelism)",
+        typeConverter=_positive_int("numPartitions"))
+    standardization: Param[str] = Param(
+        Params._dummy(), "standardization", "feature standardization: " + ", ".join(KINDS)
+        + " (stored in the model, applied at predict)", typeConverter=_choice("standardization", KINDS))
+    initialWeights: Param[list[float]] = Param(
+        Params._dummy(), "initialWeights",
+        "warm start, in the solver's (standardized) space, e.g. another model's weights or a checkpoint's",
+        typeConverter=_finite_list)
+    checkpointDir: Param[str] = Param(
+        Params._dummy(), "checkpointDir", "Hadoop directory for weight checkpoints during fit",
+        typeConverter=TypeConverters.toString)
+    checkpointInterval: Param[int] = Param(
+        Params._dummy(), "checkpointInterval", "write a checkpoint every this many solver iterations",
+        typeConverter=_positive_int("checkpointInterval"))
+    resumeFromCheckpoint: Param[bool] = Param(
+        Params._dummy(), "resumeFromCheckpoint",
+        "start from the latest checkpoint in checkpointDir when there is one", typeConverter=TypeConverters.toBoolean)
+    solverOptions: Param[dict] = Param(
+        Params._dummy(), "solverOptions", "solver-specific options passed to train(solver_options=...)",
+        typeConverter=_options)
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self._setDefault(
+            featuresCol="features", labelCol="label", predictionCol="prediction", groupCol="qid",
+            solver="tron", counting=DEFAULT_COUNTING, kernelPlacement="auto", aggregationDepth=2,
+            standardization="none", checkpointInterval=10, resumeFromCheckpoint=False,
+        )
+
+    def _maybe(self, param: Param) -> Any:
+        """The value of ``param``, or ``None`` when it has no value (set to ``None`` counts as unset)."""
+        return self.getOrDefault(param) if self.isDefined(param) else None
+
+    def getGroupCol(self) -> str:
+        """The group id column ('' = one global ranking)."""
+        return self.getOrDefault(self.groupCol)
+
+    getQidCol = getGroupCol
+
+    def getSolver(self) -> str:
+        return self.getOrDefault(self.solver)
+
+    def getStandardization(self) -> str:
+        return self.getOrDefault(self.standardization)
