@@ -28,6 +28,17 @@ minimiser when ``C = 1 / (2 λ N)``.  :func:`lambda_from_c` and :func:`c_from_la
 the only implementation of that conversion.  SVMrank divides its ``-c`` by the number of
 training queries: ``C_liblinear = C_svmrank / n_queries`` (see :func:`c_from_svmrank`).
 
+* li2014 (TopPush) minimises ``(λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i)`` over the
+  ``m`` positives.  Dividing by λ gives ``½‖w‖² + (1/(λm)) Σ_i ℓ``, LIBLINEAR's form with
+  ``C = 1/(λm)``, i.e. ``λ = 1/(C·m)``; see :func:`toppush_lambda_from_c`.
+
+Bipartite labels (TopPush, positives at the top, precision@k)
+-------------------------------------------------------------
+A row is *positive* when its label is strictly above a threshold, by default
+``y > 0`` (:data:`DEFAULT_POSITIVE_THRESHOLD`); all other rows are negatives.  A positive
+is "at the top" only when it scores strictly above the highest-scoring negative of its
+group (a tie counts against the model).
+
 Ties in scores (evaluation)
 ---------------------------
 Ties are never broken in the model's favour:
@@ -55,6 +66,9 @@ import numpy as np
 #: Hinge margin of both RankSVM losses.
 MARGIN: float = 1.0
 
+#: Rows with ``label > DEFAULT_POSITIVE_THRESHOLD`` are positives (TopPush, precision@k).
+DEFAULT_POSITIVE_THRESHOLD: float = 0.0
+
 NdcgDiscount = Literal["letor", "yahoo"]
 ZeroIdcgRule = Literal["zero", "one", "skip"]
 
@@ -79,6 +93,14 @@ def c_from_lambda(lam: float, n_pairs: int) -> float:
     _check_positive(lam, "lambda")
     _check_pairs(n_pairs)
     return 1.0 / (2.0 * lam * n_pairs)
+
+
+def toppush_lambda_from_c(c: float, n_positives: int) -> float:
+    """li2014's λ of ``(λ/2)‖w‖² + (1/m)Σ_i ℓ`` for LIBLINEAR's ``C``: ``λ = 1/(C m)``."""
+    _check_positive(c, "C")
+    if n_positives <= 0:
+        raise ValueError("TopPush needs at least one positive row in a group that also has a negative")
+    return 1.0 / (c * n_positives)
 
 
 def c_from_svmrank(c_svmrank: float, n_queries: int) -> float:

@@ -109,3 +109,235 @@ def test_projection_rejects_bad_input():
         project_groups(np.zeros(3), np.zeros(3, bool), np.array([0, 2]))
     with pytest.raises(ValueError, match="same length"):
         project_groups(np.zeros(3), np.zeros(2, bool), np.array([0, 3]))
+
+
+# --------------------------------------------------------------------------- brute force
+
+
+def _tiny(rng, n_rows=40, n_features=4, group_size=10, levels=3):
+    X = rng.normal(size=(n_rows, n_features))
+    y = rng.integers(0, levels, size=n_rows).astype(float)
+    qid = np.repeat(np.arange(n_rows // group_size + 1), group_size)[:n_rows]
+    return RankingData.from_arrays(X, y, qid)
+
+
+def _units(data, threshold, scope):
+    """(positive rows, negative rows) of each unit with both classes."""
+    g = data.groups
+    offsets = g.offsets if scope == "group" else np.array([0, g.n_rows])
+    out = []
+    for u in range(len(offsets) - 1):
+        rows = np.arange(offsets[u], offsets[u + 1])
+        pos = rows[g.labels[rows] > threshold]
+        neg = rows[g.labels[rows] <= threshold]
+        if pos.size and neg.size:
+            out.append((pos, neg))
+    return out
+
+
+def _primal_brute(data, w, C, threshold=0.0, scope="group"):
+    X = data.X.toarray()
+    p = X @ w
+    units = _units(data, threshold, scope)
+    m = sum(pos.size for pos, _ in units)
+    lam = 1.0 / (C * m)
+    loss = sum(np.sum(np.maximum(1.0 + p[neg].max() - p[pos], 0.0) ** 2) for pos, neg in units)
+    return 0.5 * lam * w @ w + loss / m
+
+
+def _dual_brute(data, z, C, threshold=0.0):
+    """F(z) with z = α on positives, β on negatives (li2014 dual)."""
+    X = data.X.toarray()
+    is_pos = data.groups.labels > threshold
+    m = sum(pos.size for pos, _ in _units(data, threshold, "group"))
+    lam_m = 1.0 / C
+    c = np.where(is_pos, z, -z)
+    v = X.T @ c
+    return v @ v / (2 * lam_m) + np.sum(np.where(is_pos, 0.25 * z * z - z, 0.0)), m
+
+
+# --------------------------------------------------------------------------- dual kernel
+
+
+def test_step_kernel_is_a_projected_gradient_step_of_the_brute_force_dual(rng):
+    data = _tiny(rng)
+    g = data.groups
+    C = 0.7
+    is_pos = g.labels > 0
+    from sparkrank.kernels.toppush import Bipartite
+    bp = Bipartite.of(g, 0.0, "group")
+    x = project_groups(rng.random(g.n_rows), is_pos, g.offsets, bp.active)
+    x_prev = project_groups(rng.random(g.n_rows), is_pos, g.offsets, bp.active)
+    eta, step = 0.4, 0.05
+    y = x + eta * (x - x_prev)
+    # dual gradient by central differences of the brute-force F
+    h = 1e-6
+    grad = np.zeros(g.n_rows)
+    for i in np.flatnonzero(bp.row_active):
+        e = np.zeros(g.n_rows)
+        e[i] = h
+        grad[i] = (_dual_brute(data, y + e, C)[0] - _dual_brute(data, y - e, C)[0]) / (2 * h)
+    expected = project_groups_sorted(y - step * grad, is_pos, g.offsets, bp.active)
+    # the kernel sees the scores of w(y) = Xᵀc(y)/(λm) = C·Xᵀc(y)
+    w_y = C * (data.X.T @ np.where(is_pos, y, -y))
+    scores = data.X @ w_y
+    r = TopPushStepKernel(eta, step)(g, scores, (x, x_prev))
+    x_next, x_kept = r.state
+    np.testing.assert_allclose(x_next, expected, atol=1e-7)
+    np.testing.assert_array_equal(x_kept, x)
+    np.testing.assert_allclose(r.coef, np.where(is_pos, x_next, -x_next))
+    F_y, _ = _dual_brute(data, y, C)
+    conj_y = np.sum(np.where(is_pos, 0.25 * y * y - y, 0.0))
+    assert r.stats[0] == pytest.approx(conj_y)
+    d = x_next - y
+    assert r.stats[2] == pytest.approx(grad @ d, rel=1e-6, abs=1e-9)
+    assert r.stats[3] == pytest.approx(d @ d)
+    assert r.stats[4] / sum(p.size for p, _ in _units(data, 0.0, "group")) == pytest.approx(
+        _primal_brute(data, w_y, C) - 0.5 * w_y @ w_y / (C * sum(p.size for p, _ in _units(data, 0.0, "group"))))
+
+
+def test_objective_primal_value_and_gradient_match_brute_force(rng):
+    data = _tiny(rng, n_rows=50)
+    for scope in ("group", "global"):
+        obj = TopPushObjective(LocalEngine(data), C=2.0, scope=scope)
+        w = rng.normal(size=data.n_features)
+        assert obj.value(w) == pytest.approx(_primal_brute(data, w, 2.0, scope=scope), rel=1e-12)
+        h = 1e-6
+        fd = np.array([(_primal_brute(data, w + h * e, 2.0, scope=scope) - _primal_brute(data, w - h * e, 2.0, scope=scope))
+                       / (2 * h) for e in np.eye(data.n_features)])
+        np.testing.assert_allclose(obj.gradient(w), fd, rtol=1e-5, atol=1e-7)
+
+
+def test_group_and_global_scope_differ_as_defined():
+    # group 1 has high-scoring rows, group 2 low: per group every positive is on top,
+    # globally group 2's positive falls below group 1's negative
+    X = np.array([[10.0], [9.0], [1.0], [0.0]])
+    y = np.array([1.0, 0.0, 1.0, 0.0])
+    data = RankingData.from_arrays(X, y, np.array([1, 1, 2, 2]))
+    w = np.array([1.0])
+    group = TopPushObjective(LocalEngine(data), C=1.0, scope="group")
+    glob = TopPushObjective(LocalEngine(data), C=1.0, scope="global")
+    assert group.progress(w)["positives_not_at_top"] == 0
+    assert glob.progress(w)["positives_not_at_top"] == 1
+    # group: both hinges are [1 + 9 − 10]₊ = 0 and [1 + 0 − 1]₊ = 0; global: [1 + 9 − 1]₊² = 81
+    assert group.value(w) == pytest.approx(0.5 / 2)
+    assert glob.value(w) == pytest.approx(0.5 / 2 + 81 / 2)
+
+
+def test_groups_without_both_classes_are_skipped_and_counted(rng):
+    X = rng.normal(size=(12, 3))
+    y = np.array([1, 0, 0, 1,   1, 1, 1,   0, 0,   2, 0, 1], dtype=float)
+    qid = np.array([1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 4])
+    data = RankingData.from_arrays(X, y, qid)
+    obj = TopPushObjective(LocalEngine(data), C=1.0)
+    assert obj.facts()["n_units_skipped"] == 2
+    assert obj.n_positives == 4 and obj.n_negatives == 3
+    keep = np.isin(qid, [1, 4])
+    sub = RankingData.from_arrays(X[keep], y[keep], qid[keep])
+    a = apg(obj, tol=1e-10, max_iter=300)
+    b = apg(TopPushObjective(LocalEngine(sub), C=1.0), tol=1e-10, max_iter=300)
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-10, atol=1e-12)
+
+
+def test_no_group_with_both_classes_is_a_clear_error(rng):
+    data = RankingData.from_arrays(rng.normal(size=(4, 2)), [1, 1, 0, 0], [1, 1, 2, 2])
+    with pytest.raises(DataError, match="positive .*label > 0.*negative"):
+        TopPushObjective(LocalEngine(data), C=1.0)
+    with pytest.raises(ValueError, match="scope"):
+        TopPushObjective(LocalEngine(data), C=1.0, scope="query")
+
+
+def test_threshold_option_changes_the_positives(rng):
+    data = _tiny(rng, levels=4)
+    a = TopPushObjective(LocalEngine(data), C=1.0, threshold=0.0)
+    b = TopPushObjective(LocalEngine(data), C=1.0, threshold=2.0)
+    assert a.n_positives == int(np.sum(data.groups.labels > 0))
+    assert b.n_positives == sum(p.size for p, _ in _units(data, 2.0, "group"))
+    w = rng.normal(size=data.n_features)
+    assert b.value(w) == pytest.approx(_primal_brute(data, w, 1.0, threshold=2.0), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- solver
+
+
+def _qp_primal(data, C, threshold=0.0, scope="group"):
+    """TopPush's primal as a QP in epigraph form, by cvxopt.
+
+    Variables ``(w, ξ, t)``: min ``(λ/2)‖w‖² + (1/m)Σξ²`` s.t. ``t_u ≥ w·x⁻_j`` (every
+    negative of unit u), ``ξ_i ≥ 1 + t_u − w·x⁺_i``, ``ξ ≥ 0``.
+    """
+    from cvxopt import matrix, solvers
+
+    X = data.X.toarray()
+    units = _units(data, threshold, scope)
+    n = X.shape[1]
+    m = sum(pos.size for pos, _ in units)
+    U = len(units)
+    lam = 1.0 / (C * m)
+    N = n + m + U
+    P = np.zeros((N, N))
+    P[:n, :n] = lam * np.eye(n)
+    P[n:n + m, n:n + m] = (2.0 / m) * np.eye(m)
+    G, h = [], []
+    k = 0
+    for u, (pos, neg) in enumerate(units):
+        for j in neg:  # w·x⁻_j − t_u ≤ 0
+            row = np.zeros(N)
+            row[:n] = X[j]
+            row[n + m + u] = -1.0
+            G.append(row)
+            h.append(0.0)
+        for i in pos:  # 1 + t_u − w·x⁺_i − ξ_i ≤ 0, −ξ_i ≤ 0
+            row = np.zeros(N)
+            row[:n] = -X[i]
+            row[n + m + u] = 1.0
+            row[n + k] = -1.0
+            G.append(row)
+            h.append(-1.0)
+            row = np.zeros(N)
+            row[n + k] = -1.0
+            G.append(row)
+            h.append(0.0)
+            k += 1
+    solvers.options["show_progress"] = False
+    solvers.options["abstol"] = solvers.options["reltol"] = solvers.options["feastol"] = 1e-10
+    sol = solvers.qp(matrix(P), matrix(np.zeros(N)), matrix(np.array(G)), matrix(np.array(h)))
+    x = np.array(sol["x"]).ravel()
+    return x[:n], float(sol["primal objective"])
+
+
+@pytest.mark.parametrize("scope", ["group", "global"])
+def test_apg_reaches_the_qp_optimum_and_closes_the_duality_gap(rng, scope):
+    data = _tiny(rng, n_rows=40, n_features=3)
+    C = 0.5
+    obj = TopPushObjective(LocalEngine(data), C=C, scope=scope)
+    res = apg(obj, tol=1e-12, max_iter=5000)
+    w_qp, p_qp = _qp_primal(data, C, scope=scope)
+    primal = _primal_brute(data, res.w, C, scope=scope)
+    assert res.objective == pytest.approx(primal, rel=1e-12)
+    # strong duality: the dual bound −F/m reaches the QP optimum; the primal value of w
+    # converges more slowly (its error is of the order √(dual error))
+    dual_bound = obj.primal_bound(res.history[-1]["dual_objective"])
+    assert dual_bound == pytest.approx(p_qp, rel=1e-7)
+    assert dual_bound <= p_qp * (1 + 1e-9)
+    assert primal == pytest.approx(p_qp, rel=1e-4)
+    assert primal - dual_bound < 1e-4 * primal
+    np.testing.assert_allclose(res.w, w_qp, rtol=1e-2, atol=1e-2 * np.abs(w_qp).max())
+
+
+def test_apg_dual_objective_decreases_and_history_is_complete(rng):
+    data = _tiny(rng, n_rows=60)
+    obj = TopPushObjective(LocalEngine(data), C=1.0)
+    seen = []
+    res = apg(obj, tol=1e-4, max_iter=2000, callback=lambda it, w, rec: seen.append((it, w.copy(), rec)))
+    assert res.converged and len(res.history) == res.iterations == len(seen)
+    F = [r["dual_objective"] for r in res.history]
+    assert F[-1] < 0 < 1 + F[0]  # below F(0) = 0
+    assert all(r["gap"] >= -1e-9 for r in res.history)
+    for key in ("iter", "dual_objective", "primal_at_search_point", "gap", "L", "backtracks", "seconds"):
+        assert key in res.history[-1]
+    # the result is the better primal point of the last iterate and the best search point
+    assert res.objective <= obj.value(seen[-1][1]) + 1e-15
+    assert res.objective == pytest.approx(obj.value(res.w), rel=1e-14)
+    with pytest.raises(ValueError, match="w0"):
+        apg(obj, np.ones(data.n_features), tol=1e-4, max_iter=5)

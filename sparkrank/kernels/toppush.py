@@ -1,0 +1,201 @@
+"""Score-space kernels of TopPush (li2014; DESIGN.md §3.4).
+
+Rows are made bipartite by a label threshold (positive when ``y > threshold``).  The
+ranking unit is a query group (``scope="group"``: each group pushes its positives above
+*its own* highest-scoring negative, and the dual constraint ``Σα = Σβ`` holds per group)
+or the whole block (``scope="global"``: one ranking; the engine must then run the kernel
+on a single block).  Units without both a positive and a negative are skipped.
+
+The dual variables live here, per row, as kernel *state* kept by the engine beside the
+block (``z`` = ``α`` on positives, ``β`` on negatives; zero on skipped rows), so the
+driver never holds an m-length dual vector.  Because ``w`` is linear in the dual,
+``w(z) = (X⁺ᵀα − X⁻ᵀβ)/(λm)``, the driver forms Nesterov's search point
+``w(y) = w(x_k) + η (w(x_k) − w(x_{k−1}))`` itself; one pass with that vector gives the
+scores ``p = X w(y)`` from which :class:`TopPushStepKernel` takes the projected gradient
+step per unit.
+
+Sums here are unnormalised; the objective applies ``λ``, ``m`` and ``C``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numba import njit
+
+from ..conventions import DEFAULT_POSITIVE_THRESHOLD
+from ..data.groups import QueryGroups
+from ..engines.base import KernelResult
+from ..engines.exact_sum import sum_dd
+from .simplex_projection import project_groups
+
+Scope = Literal["group", "global"]
+SCOPES: tuple[str, ...] = ("group", "global")
+
+#: Order of :class:`TopPushCountKernel`'s statistics.
+COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks")
+#: Order of :class:`TopPushStepKernel`'s statistics.
+STEP_STATS = ("conj_y", "conj_next", "linear", "dist2", "primal_loss_y", "not_at_top_y")
+#: Order of :class:`TopPushPrimalKernel`'s statistics.
+PRIMAL_STATS = ("loss", "not_at_top")
+
+
+def check_scope(scope: str) -> str:
+    if scope not in SCOPES:
+        raise ValueError(f"unknown TopPush scope {scope!r}; use 'group' or 'global'")
+    return scope
+
+
+@dataclass(frozen=True)
+class Bipartite:
+    """Rows of one block split into positives / negatives and ranking units."""
+
+    is_pos: np.ndarray  # bool (m,)
+    offsets: np.ndarray  # int64 (U+1,): units (groups, or the whole block)
+    active: np.ndarray  # bool (U,): unit has a positive and a negative
+    row_active: np.ndarray  # bool (m,)
+
+    @classmethod
+    def of(cls, groups: QueryGroups, threshold: float, scope: str) -> "Bipartite":
+        is_pos = groups.labels > threshold
+        offsets = groups.offsets if scope == "group" else np.array([0, groups.n_rows], dtype=np.int64)
+        sizes = np.diff(offsets)
+        csum = np.concatenate([[0], np.cumsum(is_pos, dtype=np.int64)])
+        n_pos = csum[offsets[1:]] - csum[offsets[:-1]]
+        active = (n_pos > 0) & (n_pos < sizes)
+        return cls(is_pos, offsets, active, np.repeat(active, sizes))
+
+
+def _stats(values: list[np.ndarray | float]) -> tuple[np.ndarray, np.ndarray]:
+    """Additive statistics as double-doubles, so every engine sums them the same way."""
+    hi, lo = np.empty(len(values)), np.empty(len(values))
+    for k, v in enumerate(values):
+        hi[k], lo[k] = sum_dd(np.atleast_1d(np.asarray(v, dtype=np.float64)))
+    return hi, lo
+
+
+@njit(cache=True)
+def _top_negative(scores, is_pos, offsets, active):
+    """Per unit: the highest negative score and the first row attaining it."""
+    U = offsets.shape[0] - 1
+    top = np.full(U, -np.inf)
+    arg = np.full(U, -1, dtype=np.int64)
+    for u in range(U):
+        if not active[u]:
+            continue
+        for r in range(offsets[u], offsets[u + 1]):
+            if not is_pos[r] and scores[r] > top[u]:
+                top[u] = scores[r]
+                arg[u] = r
+    return top, arg
+
+
+def primal_terms(bp: Bipartite, scores: np.ndarray):
+    """li2014's loss per positive row: ``ℓ(max_j p⁻_j − p_i) = [1 + max_j p⁻_j − p_i]₊²``.
+
+    Returns ``(hinge, loss, not_at_top, arg)``: the per-row ``[1 + z_i]₊`` (0 off the active
+    positives), its square, the per-row flag "positive not strictly above its top negative"
+    (ties count against the model, :mod:`sparkrank.conventions`) and each unit's top negative row.
+    """
+    top, arg = _top_negative(scores, bp.is_pos, bp.offsets, bp.active)
+    sizes = np.diff(bp.offsets)
+    top_row = np.repeat(top, sizes)
+    pos = bp.is_pos & bp.row_active
+    hinge = np.where(pos, np.maximum(1.0 + top_row - scores, 0.0), 0.0)
+    return hinge, hinge * hinge, pos & (scores <= top_row), arg
+
+
+@dataclass(frozen=True)
+class TopPushCountKernel:
+    """Counts of the bipartite units: ``[positives, negatives, units, skipped units, blocks]``.
+
+    Positives/negatives are counted in active units only; ``m`` of li2014 is the positives.
+    """
+
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD
+    scope: Scope = "group"
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        bp = Bipartite.of(groups, self.threshold, self.scope)
+        n_pos = np.count_nonzero(bp.is_pos & bp.row_active)
+        n_neg = np.count_nonzero(~bp.is_pos & bp.row_active)
+        n_units = bp.active.size
+        n_skipped = n_units - np.count_nonzero(bp.active)
+        return KernelResult(np.array([n_pos, n_neg, n_units, n_skipped, 1.0], dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class TopPushPrimalKernel:
+    """Primal loss sum ``Σ_i ℓ(max_j p⁻_j − p_i)`` and its gradient coefficients.
+
+    stats = ``[Σ loss, #positives not above their top negative]``; coef = ``∂/∂p`` of the
+    summed loss: ``−2[1+z_i]₊`` on positive ``i`` and ``Σ_i 2[1+z_i]₊`` on its unit's top
+    negative (the first one when several tie: a subgradient).
+    """
+
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD
+    scope: Scope = "group"
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        bp = Bipartite.of(groups, self.threshold, self.scope)
+        hinge, loss, not_top, arg = primal_terms(bp, scores)
+        coef = -2.0 * hinge
+        unit_of_row = np.repeat(np.arange(bp.active.size), np.diff(bp.offsets))
+        per_unit = np.bincount(unit_of_row, weights=2.0 * hinge, minlength=bp.active.size)
+        has = arg >= 0
+        coef[arg[has]] += per_unit[has]
+        hi, lo = _stats([loss, float(np.count_nonzero(not_top))])
+        return KernelResult(hi, coef, stats_lo=lo)
+
+
+def conjugate_loss(a: np.ndarray) -> np.ndarray:
+    """``ℓ*(a) = a²/4 − a``, the conjugate of ``[1 + z]₊²`` on ``a ≥ 0`` (li2014 dual)."""
+    return 0.25 * a * a - a
+
+
+@dataclass(frozen=True)
+class TopPushStepKernel:
+    """One projected gradient step of the TopPush dual at Nesterov's search point.
+
+    With kept state ``(x_k, x_{k−1})`` (zeros when ``state`` is None) the search point is
+    ``y = x_k + η (x_k − x_{k−1})``; given ``p = X w(y)`` the dual gradient is
+    ``∇_α F = p⁺ + α/2 − 1`` and ``∇_β F = −p⁻`` (li2014 dual), and the step is
+    ``x₊ = Π_Ω(y − step·∇F(y))`` per unit (:func:`project_groups`).
+
+    Returns state ``(x₊, x_k)``, coef = ``α₊`` on positives and ``−β₊`` on negatives (so
+    ``Xᵀc/(λm) = w(x₊)``), and stats (:data:`STEP_STATS`): ``Σℓ*(α_y)``, ``Σℓ*(α₊)``,
+    ``⟨∇F(y), x₊ − y⟩``, ``‖x₊ − y‖²``, and the primal loss sum and count of positives not
+    at the top at ``w(y)`` (free: the scores are those of ``w(y)``).
+    """
+
+    eta: float
+    step: float
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD
+    scope: Scope = "group"
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        bp = Bipartite.of(groups, self.threshold, self.scope)
+        m = groups.n_rows
+        if state is None:
+            x = x_prev = np.zeros(m)
+        else:
+            x, x_prev = state
+        y = x + self.eta * (x - x_prev) if self.eta else x
+        pos = bp.is_pos
+        grad = np.where(pos, scores + 0.5 * y - 1.0, -scores)
+        grad[~bp.row_active] = 0.0
+        x_next = project_groups(y - self.step * grad, pos, bp.offsets, bp.active)
+        d = x_next - y
+        _, loss, not_top, _ = primal_terms(bp, scores)
+        hi, lo = _stats([
+            np.where(pos, conjugate_loss(y), 0.0),
+            np.where(pos, conjugate_loss(x_next), 0.0),
+            grad * d,
+            d * d,
+            loss,
+            float(np.count_nonzero(not_top)),
+        ])
+        coef = np.where(pos, x_next, -x_next)
+        return KernelResult(hi, coef, (x_next, x), stats_lo=lo)

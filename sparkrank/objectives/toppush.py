@@ -1,0 +1,212 @@
+"""TopPush (li2014): push every positive above the highest-scoring negative, in linear time.
+
+Primal (li2014 eq. (3), DESIGN.md §3.4), over the ``m`` positives of units that have both
+classes::
+
+    P(w) = (λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i),   ℓ(z) = [1 + z]₊²
+
+Dual (li2014 Theorem 1)::
+
+    F(α, β) = (1/(2λm)) ‖X⁺ᵀα − X⁻ᵀβ‖² + Σ_i ℓ*(α_i),   ℓ*(a) = a²/4 − a,
+    over Ω = {α ≥ 0, β ≥ 0, Σα = Σβ}   (per unit),
+    w = (X⁺ᵀα − X⁻ᵀβ)/(λm),   ∇_α F = X⁺w + α/2 − 1,   ∇_β F = −X⁻w.
+
+Strong duality gives ``min P = −min F / m``; for any primal ``w`` and feasible dual
+``(α, β)``, ``P(w) + F(α, β)/m ≥ 0`` is a duality gap.  In terms of ``w`` the quadratic
+part of ``F`` is ``(λm/2)‖w‖²``, so the driver evaluates ``F`` from ``w`` (n-vector) and
+the summed ``Σℓ*`` statistic; the dual vector itself stays with the engine (kernel state).
+
+``C`` follows LIBLINEAR: ``½‖w‖² + C Σ_i ℓ`` ⇔ ``λ = 1/(C m)``
+(:func:`sparkrank.conventions.toppush_lambda_from_c`), so ``λm = 1/C``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..conventions import DEFAULT_POSITIVE_THRESHOLD, toppush_lambda_from_c
+from ..data.block import DataError
+from ..engines.base import Engine, StateHandle
+from ..kernels.toppush import (
+    COUNT_STATS,
+    STEP_STATS,
+    TopPushCountKernel,
+    TopPushPrimalKernel,
+    TopPushStepKernel,
+    check_scope,
+)
+from .base import EvaluatedPoint, Objective, PointCache
+
+log = logging.getLogger("sparkrank.toppush")
+
+
+@dataclass
+class DualIterate:
+    """A feasible dual point ``x_k`` known to the driver only through ``w`` and ``F``.
+
+    Attributes
+    ----------
+    w, w_prev : ndarray (n_features,)
+        ``w(x_k)`` and ``w(x_{k−1})``.
+    state : StateHandle or None
+        Engine-kept per-row ``(x_k, x_{k−1})``; None means both are zero.
+    value : float
+        ``F(x_k)``.
+    """
+
+    w: np.ndarray
+    w_prev: np.ndarray
+    state: StateHandle | None
+    value: float
+
+
+@dataclass
+class ProjectedStep:
+    """One trial step ``x₊ = Π_Ω(y − ∇F(y)/L)`` from the search point ``y``.
+
+    Attributes
+    ----------
+    candidate : DualIterate
+        ``x₊`` (with ``x_k`` as its predecessor).
+    value_y : float
+        ``F(y)``.
+    linear, dist2 : float
+        ``⟨∇F(y), x₊ − y⟩`` and ``‖x₊ − y‖²``.
+    w_search : ndarray (n_features,)
+        ``w(y)``, the search point in feature space.
+    primal_y : float
+        ``P(w(y))``: the primal objective at the search point (free from the same pass).
+    not_at_top_y : int
+        Positives not strictly above their top negative at ``w(y)``.
+    """
+
+    candidate: DualIterate
+    value_y: float
+    linear: float
+    dist2: float
+    w_search: np.ndarray
+    primal_y: float
+    not_at_top_y: int
+
+    def sufficient_decrease(self, L: float) -> bool:
+        """Nemirovski's backtracking test ``F(x₊) ≤ F(y) + ⟨∇F(y), x₊−y⟩ + (L/2)‖x₊−y‖²``."""
+        bound = self.value_y + self.linear + 0.5 * L * self.dist2
+        # a few ulps of slack: both sides are sums of rounded terms of size ~|F|
+        slack = 1e-12 * max(1.0, abs(self.value_y), abs(self.candidate.value))
+        return self.candidate.value <= bound + slack
+
+
+class TopPushObjective(Objective):
+    """TopPush over an engine: the primal for ``value``/``gradient``, the dual for the solver.
+
+    Parameters
+    ----------
+    engine : Engine
+    C : float
+        LIBLINEAR-style weight of ``Σ_i ℓ``; ``λ = 1/(C m)``.
+    counting : str, optional
+        Ignored (TopPush counts no pairs); accepted for the solver registry's signature.
+    threshold : float
+        Rows with ``label > threshold`` are positives.
+    scope : {"group", "global"}
+        ``group``: each query group pushes its positives above its own top negative
+        (one dual constraint per group); ``global``: one ranking over all rows (needs an
+        engine that runs the kernel on one block: :class:`~sparkrank.engines.local.LocalEngine`
+        or a driver-placement Spark engine).
+    """
+
+    def __init__(self, engine: Engine, C: float = 1.0, counting: str | None = None, *,
+                 threshold: float = DEFAULT_POSITIVE_THRESHOLD, scope: str = "group"):
+        self.engine = engine
+        self.threshold = float(threshold)
+        if not np.isfinite(self.threshold):
+            raise ValueError(f"threshold must be finite, got {threshold!r}")
+        self.scope = check_scope(scope)
+        self.n_features = engine.summary.n_features
+        counts = dict(zip(COUNT_STATS, engine.run(np.zeros(self.n_features),
+                                                  TopPushCountKernel(self.threshold, self.scope)).stats))
+        self.n_positives = int(round(counts["n_positives"]))
+        self.n_negatives = int(round(counts["n_negatives"]))
+        self.n_units = int(round(counts["n_units"]))
+        self.n_units_skipped = int(round(counts["n_units_skipped"]))
+        if self.scope == "global" and int(round(counts["n_blocks"])) > 1:
+            raise ValueError(
+                f"scope='global' ranks all rows at once, but the engine runs kernels on "
+                f"{int(round(counts['n_blocks']))} separate blocks; use scope='group', a LocalEngine, "
+                "or SparkEngine(placement='driver')")
+        if self.n_positives == 0:
+            raise DataError(
+                f"TopPush has nothing to rank: none of the {self.n_units} {self._unit_name} has both a "
+                f"positive (label > {self.threshold:g}) and a negative row")
+        if self.n_units_skipped:
+            log.info("TopPush: %d of %d %s skipped (no positive or no negative at threshold %g)",
+                     self.n_units_skipped, self.n_units, self._unit_name, self.threshold)
+        self.C = float(C)
+        self.lam = toppush_lambda_from_c(self.C, self.n_positives)
+        self.lam_m = self.lam * self.n_positives  # = 1/C
+        self._primal_kernel = TopPushPrimalKernel(self.threshold, self.scope)
+        self._cache = PointCache(engine)
+
+    @property
+    def _unit_name(self) -> str:
+        return "query groups" if self.scope == "group" else "global rankings"
+
+    # -- primal: what `value`/`gradient` mean -------------------------------------------
+    def _point(self, w: np.ndarray) -> EvaluatedPoint:
+        def compute(w):
+            r = self.engine.run(w, self._primal_kernel)
+            return EvaluatedPoint(w, r.stats, r.gradient)
+
+        return self._cache.get(w, compute)
+
+    def value(self, w: np.ndarray) -> float:
+        """Primal ``P(w) = (λ/2)‖w‖² + (1/m)Σ_i [1 + max_j w·x⁻_j − w·x⁺_i]₊²``."""
+        return 0.5 * self.lam * float(w @ w) + float(self._point(w).stats[0]) / self.n_positives
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        """A subgradient of ``P`` (the first top negative of a unit when several tie)."""
+        return self.lam * w + self._point(w).xt_coef / self.n_positives
+
+    def progress(self, w: np.ndarray) -> dict:
+        return {"positives_not_at_top": int(round(self._point(w).stats[1]))}
+
+    # -- dual: what the accelerated projected gradient solver drives ---------------------
+    def dual_value_from(self, w: np.ndarray, conj_sum: float) -> float:
+        """``F = (λm/2)‖w‖² + Σℓ*(α)`` from ``w`` and the summed conjugates."""
+        return 0.5 * self.lam_m * float(w @ w) + conj_sum
+
+    def primal_bound(self, dual_value: float) -> float:
+        """The lower bound ``−F/m ≤ min P`` a feasible dual point certifies."""
+        return -dual_value / self.n_positives
+
+    def initial_point(self) -> DualIterate:
+        """``α = β = 0`` (feasible; ``w = 0``, ``F = 0``)."""
+        z = np.zeros(self.n_features)
+        return DualIterate(z, z.copy(), None, 0.0)
+
+    def projected_step(self, current: DualIterate, eta: float, L: float) -> ProjectedStep:
+        """One engine pass: ``x₊ = Π_Ω(y − ∇F(y)/L)`` with ``y = x_k + η(x_k − x_{k−1})``."""
+        w_y = current.w + eta * (current.w - current.w_prev) if eta else current.w
+        kernel = TopPushStepKernel(float(eta), 1.0 / float(L), self.threshold, self.scope)
+        r = self.engine.run(w_y, kernel, state=current.state, keep_state=True)
+        s = dict(zip(STEP_STATS, r.stats))
+        w_next = r.gradient / self.lam_m  # w(x₊) = Xᵀc/(λm)
+        candidate = DualIterate(w_next, current.w, r.state, self.dual_value_from(w_next, s["conj_next"]))
+        primal_y = 0.5 * self.lam * float(w_y @ w_y) + s["primal_loss_y"] / self.n_positives
+        return ProjectedStep(candidate, self.dual_value_from(w_y, s["conj_y"]), float(s["linear"]),
+                             float(s["dist2"]), w_y, primal_y, int(round(s["not_at_top_y"])))
+
+    def release(self, point: DualIterate) -> None:
+        """Free the engine-kept dual vectors of a point no longer needed."""
+        if point.state is not None:
+            self.engine.release(point.state)
+            point.state = None
+
+    def facts(self) -> dict:
+        """Sizes of the bipartite problem (for models and logs)."""
+        return {"n_positives": self.n_positives, "n_negatives": self.n_negatives,
+                "scope": self.scope, "threshold": self.threshold,
+                "n_units": self.n_units, "n_units_skipped": self.n_units_skipped}
