@@ -28,6 +28,10 @@ minimiser when ``C = 1 / (2 λ N)``.  :func:`lambda_from_c` and :func:`c_from_la
 the only implementation of that conversion.  SVMrank divides its ``-c`` by the number of
 training queries: ``C_liblinear = C_svmrank / n_queries`` (see :func:`c_from_svmrank`).
 
+* raykar2007 (RankNCG) maximises ``L(w) = -(λ/2)‖w‖² + Σ_P log σ(w·(x_u - x_l))``.
+  Negating and dividing by λ gives ``½‖w‖² + (1/λ) Σ_P -log σ(...)``, LIBLINEAR's form with
+  ``C = 1/λ`` (no ``N``: neither sum is normalised); see :func:`raykar_lambda_from_c`.
+
 * li2014 (TopPush) minimises ``(λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i)`` over the
   ``m`` positives.  Dividing by λ gives ``½‖w‖² + (1/(λm)) Σ_i ℓ``, LIBLINEAR's form with
   ``C = 1/(λm)``, i.e. ``λ = 1/(C·m)``; see :func:`toppush_lambda_from_c`.
@@ -93,6 +97,18 @@ def c_from_lambda(lam: float, n_pairs: int) -> float:
     _check_positive(lam, "lambda")
     _check_pairs(n_pairs)
     return 1.0 / (2.0 * lam * n_pairs)
+
+
+def raykar_lambda_from_c(c: float) -> float:
+    """raykar2007's λ of ``-(λ/2)‖w‖² + Σ_P log σ`` for LIBLINEAR's ``C``: ``λ = 1/C``."""
+    _check_positive(c, "C")
+    return 1.0 / c
+
+
+def c_from_raykar_lambda(lam: float) -> float:
+    """LIBLINEAR's ``C`` for raykar2007's λ: ``C = 1/λ``."""
+    _check_positive(lam, "lambda")
+    return 1.0 / lam
 
 
 def toppush_lambda_from_c(c: float, n_positives: int) -> float:

@@ -15,8 +15,10 @@ from .engines.local import LocalEngine
 from .kernels.counting import DEFAULT_COUNTING, check_counting_method
 from .model import RankingModel
 from .objectives.base import Objective
+from .objectives.ranknet import RankNetObjective
 from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
 from .solvers.bmrm import bmrm
+from .solvers.ncg import ncg
 from .solvers.result import IterationCallback, SolverResult
 from .solvers.tron import tron
 from .standardization import standardized_engine
@@ -44,6 +46,8 @@ class SolverSpec:
 SOLVERS: dict[str, SolverSpec] = {
     "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000),
     "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
+    # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective)
+    "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-3),
 }
 
 
