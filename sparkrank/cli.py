@@ -141,6 +141,8 @@ def _setup_logging(args) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S",
                         stream=sys.stderr)
+    if not args.verbose:  # py4j's INFO chatter (connections opened/closed) would drown the per-iteration lines
+        logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def _load(args, n_features: int | None = None):
@@ -343,11 +345,8 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--model", nargs="+", default=[], metavar="MODEL",
                    help="model JSON files: convergence overlaid; the first also scores --input")
     p.add_argument("--tune", metavar="JSON", help="tune result (sparkrank tune --output-json)")
-    p.add_argument("--input", metavar="PATH", help="labelled rows for the score distribution (read locally)")
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64", help=argparse.SUPPRESS)
-    p.add_argument("--label-col", default="label", help="Parquet label column (default label)")
-    p.add_argument("--qid-col", default="qid", help="Parquet group-id column (default qid)")
-    p.add_argument("--features-col", default="features", help="Parquet features column (default features)")
+    _add_input(p, "labelled rows for the score distribution of the first --model (read in this process)")
+    p._option_string_actions["--input"].required = False  # a tune JSON alone needs no data
     p.add_argument("--raw-scores", action="store_true",
                    help="plot raw scores w·x instead of scores minus their query's mean")
     p.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the PNGs")
@@ -441,7 +440,8 @@ def _cmd_report(args) -> int:
     if args.tune:
         paths.append(report.plot_metric_vs_c(load_tune_result(args.tune), out / "metric_vs_C.png"))
     if args.input:
-        args.feature_cols = None
+        if args.feature_cols:
+            raise ValueError("--feature-cols is not supported by report (it reads the data in this process)")
         data = _load_for_model(args, models[0][1])
         paths.append(report.plot_score_distribution(models[0][1], data, out / "scores_by_label.png",
                                                     centered=not args.raw_scores))

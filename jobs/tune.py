@@ -1,0 +1,20 @@
+"""spark-submit job: `sparkrank tune` (model selection over C) on the Spark engine.
+
+    spark-submit --master spark://HOST:7077 jobs/tune.py \
+        --input hdfs:///ltr/train.parquet --valid hdfs:///ltr/valid.parquet \
+        --C-range -15 10 --metric ndcg@10 --model best.json --output-json tune.json
+
+    spark-submit --master spark://HOST:7077 jobs/tune.py --input train.parquet --folds 5 --help
+
+Every option of `sparkrank tune` applies; `--engine spark` is implied and the master,
+memory and partitions come from spark-submit as usual.  With `--folds K` each fold is the
+rows whose `pmod(xxhash64(qid, seed), K)` equals the fold number, so folds hold whole
+query groups and are never collected to the driver.
+"""
+
+import sys
+
+from sparkrank.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["tune", "--engine", "spark", *sys.argv[1:]]))
