@@ -58,6 +58,9 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--features-col", default="features",
                    help="Parquet features column: Spark ML vector or array (default features)")
     p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
+    p.add_argument("--drop-invalid-rows", action="store_true",
+                   help="drop (and count in the log) rows with a null or non-finite label or a null "
+                        "group id instead of stopping with an error")
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -149,7 +152,8 @@ def _load(args, n_features: int | None = None):
     from .data.io import read_ranking_data
 
     return read_ranking_data(args.input, n_features=n_features, dtype=np.dtype(args.dtype).type,
-                             label_col=args.label_col, qid_col=args.qid_col, features_col=args.features_col)
+                             label_col=args.label_col, qid_col=args.qid_col, features_col=args.features_col,
+                             drop_invalid_rows=args.drop_invalid_rows)
 
 
 def _spark(args):
@@ -181,7 +185,7 @@ def _make_engine(args, n_features: int | None = None):
     return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
                        placement=args.placement, num_partitions=args.partitions,
                        dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth,
-                       n_features=n_features)
+                       n_features=n_features, drop_invalid_rows=args.drop_invalid_rows)
 
 
 def _cmd_train(args) -> int:

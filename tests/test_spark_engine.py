@@ -94,6 +94,28 @@ def test_null_label_is_an_error_naming_the_column(spark, tmp_path):
         SparkEngine(spark.read.parquet(str(tmp_path / "bad.parquet")), num_partitions=1)
 
 
+def test_invalid_rows_are_dropped_and_counted_on_request(spark, tmp_path, caplog):
+    good, _ = make_ranking_data(300, 5, rows_per_group=20, n_levels=3, seed=3)
+    write_parquet(tmp_path / "good.parquet", good)
+    table = pq.read_table(tmp_path / "good.parquet")
+    bad = pa.table({"label": [None, float("nan"), 1.0], "indices": [[0], [1], [2]],
+                    "values": [[1.0], [2.0], [3.0]], "qid": [int(good.qids[0]), 7, None]})
+    mixed = pa.concat_tables([table.replace_schema_metadata(None), bad.cast(table.schema.remove_metadata())])
+    pq.write_table(mixed, tmp_path / "mixed.parquet")
+    path = str(tmp_path / "mixed.parquet")
+    with pytest.raises(DataError, match="drop-invalid-rows"):
+        read_ranking_data(path)
+    with caplog.at_level("WARNING"):
+        data = read_ranking_data(path, drop_invalid_rows=True)
+    assert "dropped 3 of 303 rows" in caplog.text
+    assert data.n_rows == 300
+    with SparkEngine(spark.read.parquet(path), num_partitions=2, drop_invalid_rows=True) as engine:
+        assert engine.dropped_rows == 3
+        assert engine.summary.n_rows == 300
+        model = train(engine, solver="tron", C=0.1)
+    assert rel(model.weights, train(good, solver="tron", C=0.1).weights) <= 1e-8
+
+
 def test_nan_feature_is_an_error_naming_row_and_column(spark, tmp_path):
     table = pa.table({"label": [1.0, 2.0], "qid": [1, 1],
                       "indices": [[0, 3], [1]], "values": [[1.0, float("nan")], [2.0]]})

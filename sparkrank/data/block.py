@@ -20,6 +20,13 @@ class DataError(ValueError):
     """Bad input data; the message names the row and/or column."""
 
 
+#: The one rule for rows that may be dropped on request (``drop_invalid_rows=True``,
+#: ``--drop-invalid-rows``): a null or non-finite label, or a null group id.  Anything
+#: else wrong in a row (NaN features, bad indices) is always an error.
+INVALID_ROWS = "rows with a null or non-finite label or a null group id"
+DROP_HINT = "; pass --drop-invalid-rows (drop_invalid_rows=True) to drop " + INVALID_ROWS
+
+
 @dataclass(frozen=True)
 class RankingData:
     """Training or evaluation data for a linear ranker.

@@ -9,13 +9,17 @@ list<double|float> or a Spark ML vector struct (``type, size, indices, values``)
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from ..datasets import resolve_input
 from .arrow import FeatureSpec, table_to_csr
-from .block import DataError, RankingData
+from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
+
+log = logging.getLogger("sparkrank")
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -33,17 +37,20 @@ def read_ranking_data(
     label_col: str = "label",
     qid_col: str | None = "qid",
     features_col: str = "features",
+    drop_invalid_rows: bool = False,
 ) -> RankingData:
     """Load SVMlight/LETOR text (optionally .gz) or Parquet into a :class:`RankingData`.
 
-    ``sample:train`` / ``sample:test`` name the bundled sample files.
+    ``sample:train`` / ``sample:test`` name the bundled sample files.  With
+    ``drop_invalid_rows`` Parquet rows with a null/non-finite label or a null group id
+    are dropped (and counted in the log) instead of being an error.
     """
     path = resolve_input(str(path))
     if not Path(path).exists():
         raise FileNotFoundError(f"input {path} does not exist")
     if is_parquet(path):
         return read_parquet(path, n_features=n_features, dtype=dtype, label_col=label_col,
-                            qid_col=qid_col, features_col=features_col)
+                            qid_col=qid_col, features_col=features_col, drop_invalid_rows=drop_invalid_rows)
     from .svmlight import load_svmlight
 
     return load_svmlight(path, n_features=n_features, dtype=dtype)
@@ -57,8 +64,13 @@ def read_parquet(
     label_col: str = "label",
     qid_col: str | None = "qid",
     features_col: str = "features",
+    drop_invalid_rows: bool = False,
 ) -> RankingData:
-    """Read a Parquet file or directory (see module docstring for the layouts)."""
+    """Read a Parquet file or directory (see module docstring for the layouts).
+
+    ``drop_invalid_rows``: drop (and log the count of) :data:`~sparkrank.data.block.INVALID_ROWS`
+    instead of raising :class:`DataError`.
+    """
     import pyarrow.parquet as pq
 
     table = pq.read_table(str(path))
@@ -66,13 +78,15 @@ def read_parquet(
     where = f"{path}: "
     if label_col not in names:
         raise DataError(f"{where}no label column {label_col!r} (columns: {', '.join(names)})")
+    if drop_invalid_rows:
+        table = _drop_invalid_rows(table, label_col, qid_col if qid_col in names else None, where)
     labels = _column_numpy(table, label_col, where)
     qid = None
     if qid_col and qid_col in names:
         col = table.column(qid_col)
         if col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, first in row {row}")
+            raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, first in row {row}{DROP_HINT}")
         qid = col.to_numpy(zero_copy_only=False)
     meta = table.schema.metadata or {}
     stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
@@ -108,5 +122,20 @@ def _column_numpy(table, name: str, where: str) -> np.ndarray:
     col = table.column(name)
     if col.null_count:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {name!r} is null in {col.null_count} rows, first in row {row}")
+        raise DataError(f"{where}column {name!r} is null in {col.null_count} rows, first in row {row}{DROP_HINT}")
     return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _drop_invalid_rows(table, label_col: str, qid_col: str | None, where: str):
+    """``table`` without :data:`INVALID_ROWS`; logs how many were dropped."""
+    label = table.column(label_col)
+    bad = label.is_null().to_numpy(zero_copy_only=False)
+    values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    bad |= ~np.isfinite(values)
+    if qid_col is not None:
+        bad |= table.column(qid_col).is_null().to_numpy(zero_copy_only=False)
+    n_bad = int(bad.sum())
+    if n_bad:
+        log.warning("%sdropped %d of %d %s", where, n_bad, table.num_rows, INVALID_ROWS)
+        table = table.filter(pa.array(~bad))
+    return table

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..data.block import DataError, RankingData
+from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..engines.exact_sum import csr_tdot_dd, dd_add
 from ..engines.linalg import csr_dot
@@ -117,11 +117,11 @@ def _labels(table, label_col, qid_col, where) -> np.ndarray:
     col = table.column(label_col)
     if col.null_count:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {label_col!r} is null in {col.null_count} rows, e.g. {_sample(table, qid_col, row)}")
+        raise DataError(f"{where}column {label_col!r} is null in {col.null_count} rows, e.g. {_sample(table, qid_col, row)}{DROP_HINT}")
     y = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
-        raise DataError(f"{where}column {label_col!r} is {float(y[bad[0]])!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}")
+        raise DataError(f"{where}column {label_col!r} is {float(y[bad[0]])!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}{DROP_HINT}")
     return y
 
 
@@ -129,7 +129,7 @@ def _qids(table, qid_col, where) -> np.ndarray:
     col = table.column(qid_col)
     if col.null_count:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, e.g. row {row} of the partition")
+        raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, e.g. row {row} of the partition{DROP_HINT}")
     return col.to_numpy(zero_copy_only=False)
 
 

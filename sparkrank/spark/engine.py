@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 
 from ..data.arrow import FeatureSpec
-from ..data.block import DataError
+from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
 from ..engines.base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
 from ..engines.exact_sum import dd_round
@@ -58,6 +58,9 @@ class SparkEngine(Engine):
         Depth of ``treeAggregate``.
     n_features : int, optional
         Feature count (default: the largest index seen + 1).
+    drop_invalid_rows : bool
+        Drop :data:`~sparkrank.data.block.INVALID_ROWS` (counted in the log and in
+        ``dropped_rows``) instead of failing on them.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class SparkEngine(Engine):
         dtype: type = np.float64,
         aggregation_depth: int = 2,
         n_features: int | None = None,
+        drop_invalid_rows: bool = False,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -96,10 +100,26 @@ class SparkEngine(Engine):
         self._state_ids = itertools.count(1)
         self._released: list[int] = []
         self._driver_states: dict[int, object] = {}
+        self.dropped_rows = 0
+        if drop_invalid_rows:
+            df = self._drop_invalid_rows(df)
         self._df = self._arrange(df)
         self._build()
 
     # -- building the blocks ---------------------------------------------------------------
+    def _drop_invalid_rows(self, df):
+        from pyspark.sql import functions as F
+
+        label = F.col(self.label_col)
+        bad = label.isNull() | F.isnan(label) | (F.abs(label) == float("inf"))
+        if self.qid_col:
+            bad = bad | F.col(self.qid_col).isNull()
+        bad = F.coalesce(bad, F.lit(True))
+        self.dropped_rows = df.filter(bad).count()
+        if self.dropped_rows:
+            log.warning("dropped %d %s", self.dropped_rows, INVALID_ROWS)
+        return df.filter(~bad)
+
     def _arrange(self, df):
         from pyspark.sql import functions as F
 
