@@ -56,21 +56,29 @@ def _save(fig, path: str | Path) -> Path:
 # ----------------------------------------------------------------------------- convergence
 
 
-def _history_series(history: Sequence[dict]) -> dict[str, np.ndarray]:
-    """Iteration, seconds, objective and the progress measure of accepted iterations."""
+#: History keys plotted as "the objective", first present wins (APG/TopPush records its
+#: dual objective and the primal at the search point instead of ``objective``).
+OBJECTIVE_KEYS = ("objective", "primal_at_search_point", "dual_objective")
+
+
+def _history_series(history: Sequence[dict]) -> tuple[dict[str, np.ndarray], str, str | None]:
+    """Series of accepted iterations, the objective key used, and the progress measure (or None)."""
     # TRON records rejected trust-region steps too (same iteration number); they do not move w
     recs = [r for r in history if r.get("accepted", True)]
     if not recs:
         raise ValueError("the model has no iteration history (trained with 0 iterations or by an old version)")
+    key = next((k for k in OBJECTIVE_KEYS if k in recs[0]), None)
+    if key is None:
+        raise ValueError(f"the iteration history has none of {', '.join(OBJECTIVE_KEYS)}")
     measure = "gap" if "gap" in recs[0] else "grad_norm" if "grad_norm" in recs[0] else None
     out = {
         "iter": np.array([r["iter"] for r in recs], dtype=float),
         "seconds": np.array([r["seconds"] for r in recs], dtype=float),
-        "objective": np.array([r["objective"] for r in recs], dtype=float),
+        "objective": np.array([r[key] for r in recs], dtype=float),
     }
     if measure:
         out[measure] = np.array([r[measure] for r in recs], dtype=float)
-    return out
+    return out, key, measure
 
 
 def _positive(v: np.ndarray) -> np.ndarray:
@@ -96,32 +104,39 @@ def plot_convergence(models: Sequence[tuple[str, Any]], path: str | Path, *, tit
     plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=FIGSIZE, dpi=DPI, sharex="col")
     measures = set()
+    all_positive = True  # a dual objective can be negative: then the top row stays linear
     for label, model in models:
         history = model if isinstance(model, (list, tuple)) else model.summary.get("history", [])
-        s = _history_series(history)
-        measure = "gap" if "gap" in s else "grad_norm" if "grad_norm" in s else None
+        s, key, measure = _history_series(history)
         measures.add(measure)
+        finite = s["objective"][np.isfinite(s["objective"])]
+        all_positive &= bool(np.all(finite > 0))
+        name = label if key == "objective" else f"{label} ({key.replace('_', ' ')})"
+        if finite.size == 0:  # e.g. RankNCG's fast gradient does not evaluate the objective
+            name += " (objective not recorded)"
         for col, x in enumerate(("iter", "seconds")):
-            line, = axes[0, col].plot(s[x], _positive(s["objective"]), marker="o", ms=3, label=label)
+            line, = axes[0, col].plot(s[x], s["objective"], marker="o", ms=3, label=name)
             if measure:
                 axes[1, col].plot(s[x], _positive(s[measure]), marker="o", ms=3, color=line.get_color(),
                                   label=f"{label} ({'gap' if measure == 'gap' else '‖∇f‖'})")
-    names = {"gap": "gap (BMRM)", "grad_norm": "‖∇f(w)‖ (TRON)"}
+    names = {"gap": "gap", "grad_norm": "‖∇f(w)‖"}
     lower = " / ".join(names[m] for m in sorted(m for m in measures if m)) or "(no progress measure)"
     for col, xlabel in enumerate(("iteration", "wall time since solver start (s)")):
-        axes[0, col].set_ylabel("training objective, log scale")
+        axes[0, col].set_ylabel("training objective" + (", log scale" if all_positive else ""))
         axes[1, col].set_ylabel(f"{lower}, log scale")
         axes[1, col].set_xlabel(xlabel)
         for row in range(2):
             ax = axes[row, col]
-            ax.set_yscale("log")
+            if row == 1 or all_positive:
+                ax.set_yscale("log")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=9)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=9)
     axes[0, 0].set_title("objective per iteration")
     axes[0, 1].set_title("objective over time")
     axes[1, 0].set_title("gradient norm / gap per iteration")
     axes[1, 1].set_title("gradient norm / gap over time")
-    fig.suptitle(title or "Solver convergence (each solver's own objective: TRON ½‖w‖² + C·Σ loss, "
+    fig.suptitle(title or "Solver convergence (each solver's own objective, e.g. TRON ½‖w‖² + C·Σ loss, "
                  "BMRM λ‖w‖² + mean loss)", fontsize=13)
     fig.tight_layout()
     return _save(fig, path)

@@ -410,7 +410,13 @@ def tune(
     -------
     TuneResult
     """
-    solver_spec(solver)  # fails early on an unknown solver
+    spec = solver_spec(solver)  # fails early on an unknown solver
+    # a solver whose start is fixed (TopPush's APG starts at the dual origin) declares
+    # ``warm_start=False`` on its SolverSpec; it is then trained from zero at every C
+    if not getattr(spec, "warm_start", True):
+        if not cold_start:
+            log.info("%s cannot start from given weights: every C is trained from zero", solver)
+        cold_start = True
     ks = metric_ks(metric)
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):
@@ -463,7 +469,7 @@ def tune(
         with _Opened(train_data) as tr:
             n = tr.summary.n_features
             # the mean fold solution is a close start: every fold saw most of the data
-            w0 = np.mean([_fit_width(w, n) for w in fold_w], axis=0)
+            w0 = None if cold_start else np.mean([_fit_width(w, n) for w in fold_w], axis=0)
             model = train(tr, C=best.C, w0=w0, **common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
                         time.perf_counter() - t0, seed)

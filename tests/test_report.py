@@ -13,7 +13,7 @@ import pytest
 from sparkrank import report
 from sparkrank.cli import main
 from sparkrank.datasets import make_ranking_data
-from sparkrank.selection import tune
+from sparkrank.selection import take_groups, tune
 from sparkrank.training import train
 
 WIDTH, HEIGHT = int(report.FIGSIZE[0] * report.DPI), int(report.FIGSIZE[1] * report.DPI)
@@ -39,9 +39,10 @@ def assert_picture(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def small():
-    data, _ = make_ranking_data(600, 6, rows_per_group=20, density=0.7, seed=11)
-    valid, _ = make_ranking_data(300, 6, rows_per_group=20, density=0.7, seed=12)
-    return data, valid
+    data, _ = make_ranking_data(900, 6, rows_per_group=20, density=0.7, seed=11)
+    cut = 30  # groups: the first 30 train, the rest validate (one draw, one true utility)
+    n = data.groups.n_groups
+    return take_groups(data, np.arange(cut)), take_groups(data, np.arange(cut, n))
 
 
 def test_convergence_of_several_models(small, tmp_path):
@@ -50,6 +51,14 @@ def test_convergence_of_several_models(small, tmp_path):
     bmrm_model = train(data, solver="bmrm", C=0.5, max_iter=40)
     path = report.plot_convergence([("tron", tron_model), ("bmrm", bmrm_model)], tmp_path / "c.png")
     assert_picture(path)
+
+
+def test_convergence_of_every_registered_solver(tmp_path):
+    from sparkrank.training import SOLVERS
+
+    data, _ = make_ranking_data(300, 4, rows_per_group=20, n_levels=2, seed=3)
+    models = [(name, train(data, solver=name, C=0.25, max_iter=15)) for name in SOLVERS]
+    assert_picture(report.plot_convergence(models, tmp_path / "all.png"))
 
 
 def test_convergence_needs_a_history(tmp_path):
@@ -88,8 +97,8 @@ def test_cli_report_and_train_report(tmp_path, capsys):
     assert_picture(tmp_path / "train_report" / "convergence.png")
     assert_picture(tmp_path / "train_report" / "scores_by_label.png")
     assert main(["train", "--input", "sample:train", "--model", str(m2), "--engine", "local", "-C", "1",
-                 "--solver", "bmrm", "--max-iter", "30", "-q"]) == 0
-    assert main(["tune", "--input", "sample:train", "--valid", "sample:test", "--C-range", "-5", "-3",
+                 "--max-iter", "3", "-q"]) == 0
+    assert main(["tune", "--input", "sample:train", "--valid", "sample:test", "--C-range", "-5", "-4",
                  "--engine", "local", "--output-json", str(tj), "--report", str(tmp_path / "tune_report"),
                  "-q"]) == 0
     for name in ("metric_vs_C.png", "scores_by_label.png"):
