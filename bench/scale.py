@@ -1,0 +1,149 @@
+"""End-to-end TRON training on the Spark engine as m grows (1M, 3M, 10M rows × 136 float32).
+
+    python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]]
+
+For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
+(executor placement, groups of ~120 rows), train L2-loss RankSVM by TRON to tol 1e-3 (or
+``--max-iter``), and record block-build time, iterations, time per iteration, time per
+engine pass, total time and the peak resident memory of the whole process tree (driver
+Python, JVM, Python workers; sampled every 0.2 s from /proc, so memory-mapped block pages
+that are resident count too).  Prints the table and the growth exponent of the per-pass
+time over m (1.0 = linear); writes bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import growth_exponent, table, write_result  # noqa: E402
+from _synthetic import synthetic_parquet  # noqa: E402
+
+
+class TreeMemorySampler:
+    """Peak of the summed RSS of this process and all its descendants."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _tree_rss() -> int:
+        parents: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    parents[int(entry)] = int(fields[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+        tree, frontier = {os.getpid()}, [os.getpid()]
+        while frontier:
+            p = frontier.pop()
+            for child, parent in parents.items():
+                if parent == p and child not in tree:
+                    tree.add(child)
+                    frontier.append(child)
+        total = 0
+        for pid in tree:
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except OSError:
+                continue
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._tree_rss())
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+class PassCounter:
+    """Counts engine passes by wrapping ``run``."""
+
+    def __init__(self, engine):
+        self.engine, self.passes = engine, 0
+        inner = engine.run
+
+        def run(*a, **k):
+            self.passes += 1
+            return inner(*a, **k)
+
+        engine.run = run
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 3_000_000, 10_000_000])
+    ap.add_argument("--features", type=int, default=136)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=None, help="default: 2 per 1M rows, at least 2")
+    ap.add_argument("--C", type=float, default=1e-3)
+    ap.add_argument("--max-iter", type=int, default=None)
+    ap.add_argument("--driver-memory", default="4g")
+    args = ap.parse_args(argv)
+
+    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.spark.session import get_session
+    from sparkrank.training import train
+
+    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
+    spark.sparkContext.setLogLevel("ERROR")
+    rows = []
+    for m in args.sizes:
+        path = synthetic_parquet(m, args.features)
+        partitions = args.partitions or max(2, 2 * round(m / 1e6))
+        with TreeMemorySampler() as mem:
+            t0 = time.perf_counter()
+            engine = SparkEngine(spark.read.parquet(str(path)), placement="executor", num_partitions=partitions,
+                                 dtype=np.float32, n_features=args.features)
+            build = time.perf_counter() - t0
+            counter = PassCounter(engine)
+            try:
+                model = train(engine, solver="tron", C=args.C, max_iter=args.max_iter)
+            finally:
+                engine.close()
+            total = time.perf_counter() - t0
+        s = model.summary
+        rows.append({"rows": m, "partitions": partitions, "build_s": build, "iterations": s["iterations"],
+                     "passes": counter.passes, "train_s": s["seconds"],
+                     "s_per_iter": s["seconds"] / max(s["iterations"], 1),
+                     "s_per_pass": s["seconds"] / max(counter.passes, 1), "total_s": total,
+                     "peak_rss_gb": mem.peak / 1e9, "objective": s["objective"], "converged": s["converged"]})
+        print(table(rows[-1:], list(rows[-1])), flush=True)
+    cols = list(rows[0])
+    print()
+    print(table(rows, cols))
+    if len(rows) > 1:
+        ms = [r["rows"] for r in rows]
+        e_pass = growth_exponent(ms, [r["s_per_pass"] for r in rows])
+        e_iter = growth_exponent(ms, [r["s_per_iter"] for r in rows])
+        print(f"\ngrowth exponent over m: per engine pass {e_pass:.2f}, per TRON iteration {e_iter:.2f} (1.0 = linear)")
+    else:
+        e_pass = e_iter = None
+    print(f"wrote {write_result('scale', {'master': args.master, 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
