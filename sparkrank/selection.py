@@ -267,6 +267,8 @@ class TuneResult:
         ``C -> [model per fold]`` when ``keep_models`` was set (not serialised).
     seconds : float
         Wall time of the whole search.
+    held_out : list of dict
+        Rows, groups and pairs of the held-out data of each fold (or the validation set).
     """
 
     solver: str
@@ -280,6 +282,7 @@ class TuneResult:
     models: dict[float, list[RankingModel]] = field(default_factory=dict)
     seconds: float = 0.0
     seed: int = 0
+    held_out: list[dict] = field(default_factory=list)
 
     @property
     def best_row(self) -> TuneRow:
@@ -308,6 +311,7 @@ class TuneResult:
             "best_metric": best.metric,
             "total_iterations": self.total_iterations,
             "seconds": self.seconds,
+            "held_out": self.held_out,
         }
         if self.model is not None:
             s = self.model.summary
@@ -435,6 +439,7 @@ def tune(
     if valid is not None:
         with _Opened(train_data) as tr, _Opened(_as_source(valid)) as va:
             paths = [_path(tr, va, grid, kernel, metric, cold_start, common, label="")]
+            held_out = [_sizes(va)]
         mode, k = "validation", 1
     else:
         k = int(folds)
@@ -446,10 +451,11 @@ def tune(
         else:
             train_data.fold_column(k, seed)  # clear error for data without query ids
             splits = [train_data.split(k, i, seed) for i in range(k)]
-        paths = []
+        paths, held_out = [], []
         for i, (tr_src, va_src) in enumerate(splits):
             with _Opened(tr_src) as tr, _Opened(va_src) as va:
                 paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, label=f"fold {i + 1}/{k} "))
+                held_out.append(_sizes(va))
         mode = "kfold"
 
     rows = [_combine(C, [p[j] for p in paths], metric) for j, C in enumerate(grid)]
@@ -472,10 +478,15 @@ def tune(
             w0 = None if cold_start else np.mean([_fit_width(w, n) for w in fold_w], axis=0)
             model = train(tr, C=best.C, w0=w0, **common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
-                        time.perf_counter() - t0, seed)
+                        time.perf_counter() - t0, seed, held_out)
     log.info("best C=%g (log2 %.2f): validation %s %.5f; %d solver iterations in all, %.1fs",
              best.C, math.log2(best.C), metric, best.metric, result.total_iterations, result.seconds)
     return result
+
+
+def _sizes(engine: Engine) -> dict[str, int]:
+    s = engine.summary
+    return {"n_rows": s.n_rows, "n_groups": s.n_groups, "n_pairs": s.n_pairs}
 
 
 def _fit_width(w: np.ndarray, n: int) -> np.ndarray:

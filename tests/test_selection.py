@@ -144,6 +144,8 @@ def test_kfold_refits_on_all_training_data(split):
         assert r.metric == pytest.approx(np.mean(r.fold_metrics))
         assert r.iterations == sum(r.fold_iterations)
     assert result.model.summary["n_rows"] == data.n_rows and result.model.C == result.best_C
+    assert sum(h["n_groups"] for h in result.held_out) == data.groups.n_groups
+    assert sum(h["n_rows"] for h in result.held_out) == data.n_rows
     d = json.loads(json.dumps(result.to_dict()))
     assert d["best_C"] == result.best_C and d["best_metric"] == result.best_row.metric
     assert d["best_model"]["C"] == result.best_C and len(d["rows"]) == 4
@@ -219,20 +221,19 @@ def test_spark_folds_are_hash_of_the_group_id(spark):
     df = spark.createDataFrame(rows, ["label", "qid", "features"])
     src = SparkSource(df)
     k = 3
-    pairs = df.select("qid", src.fold_column(k, seed=5).alias("fold")).distinct().collect()
+    # one narrow job for the fold of every row, one per fold for the held-out split
     fold_of = {}
-    for r in pairs:
-        assert r.qid not in fold_of, "a group was split across folds"
-        fold_of[r.qid] = r.fold
+    for r in df.select("qid", src.fold_column(k, seed=5).alias("fold")).collect():
+        assert fold_of.setdefault(r.qid, r.fold) == r.fold, "a group was split across folds"
     assert set(fold_of) == {q for _, q, _ in rows} and set(fold_of.values()) <= set(range(k))
     held_rows = 0
     for i in range(k):
         tr, va = src.split(k, i, seed=5)
-        held = {r.qid for r in va.df.select("qid").distinct().collect()}
-        assert held == {q for q, f in fold_of.items() if f == i}
-        assert not held & {r.qid for r in tr.df.select("qid").distinct().collect()}
-        held_rows += va.df.count()
+        held = [r.qid for r in va.df.select("qid").collect()]
+        assert set(held) == {q for q, f in fold_of.items() if f == i}
+        held_rows += len(held)
     assert held_rows == len(rows)
+    assert {r.qid for r in tr.df.select("qid").collect()} == {q for q, f in fold_of.items() if f != k - 1}
     no_qid = SparkSource(df.drop("qid"), qid_col=None)
     with pytest.raises(DataError, match="query-id column"):
         tune(no_qid, folds=2, C_grid=[1.0])
@@ -252,3 +253,19 @@ def test_cli_tune_on_spark_matches_local(spark, tmp_path, capsys):
         assert b["metric"] == pytest.approx(a["metric"], abs=1e-9)
         assert b["objective"] == pytest.approx(a["objective"], rel=1e-9)
     assert not math.isnan(on_spark["best_metric"])
+
+
+def test_kfold_on_spark_trains_each_fold_and_refits(spark, split):
+    data, _ = split
+    qid = np.repeat(data.qids, data.groups.group_sizes)
+    X = data.X.toarray()
+    df = spark.createDataFrame([(float(y), int(q), [float(v) for v in x]) for y, q, x in zip(data.labels, qid, X)],
+                               ["label", "qid", "features"])
+    result = tune(SparkSource(df, engine_options={"num_partitions": 2}), folds=2, C_grid=[0.05, 0.2], seed=3)
+    assert result.mode == "kfold" and all(len(r.fold_iterations) == 2 for r in result.rows)
+    assert result.model.summary["n_rows"] == data.n_rows
+    assert result.model.summary["n_pairs"] == data.groups.n_pairs
+    # the hash folds held out every group exactly once
+    for key, total in (("n_rows", data.n_rows), ("n_groups", data.groups.n_groups), ("n_pairs", data.groups.n_pairs)):
+        assert sum(h[key] for h in result.held_out) == total
+    assert result.best_C == max(result.rows, key=lambda r: r.metric).C
