@@ -325,7 +325,9 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help="solver (default tron)")
     p.add_argument("--metric", default=DEFAULT_METRIC, help=f"validation metric: {METRICS_HELP} "
                                                             f"(default {DEFAULT_METRIC})")
-    p.add_argument("--tol", type=float, default=None, help="solver tolerance (default: the solver's)")
+    p.add_argument("--tol", type=float, default=None,
+                   help="solver tolerance (default: the solver's); with warm starts TRON's relative rule lets "
+                        "large C keep the previous C's solution (rows marked 'kept'): 1e-5 avoids that")
     p.add_argument("--max-iter", type=int, default=None, help="cap on solver iterations per C")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree)")

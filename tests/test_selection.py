@@ -72,6 +72,22 @@ def test_warm_start_gives_the_cold_start_models_in_fewer_iterations(split):
     assert cold.rows[0].iterations == warm.rows[0].iterations  # the first C starts from zero either way
 
 
+def test_kept_rows_are_the_previous_solution(split):
+    data, valid = split
+    # at the default tolerance, TRON's rule relative to ‖∇f(0)‖ (which grows with C) is met by
+    # the previous C's solution from some C on: those rows are marked and keep the model
+    result = tune(data, valid=valid, C_grid=[2.0**e for e in range(-2, 8)], keep_models=True)
+    kept = [i for i, r in enumerate(result.rows) if r.kept]
+    assert kept and 0 not in kept
+    for i in kept:
+        assert result.rows[i].iterations == 0
+        np.testing.assert_array_equal(result.models[result.rows[i].C][0].weights,
+                                      result.models[result.rows[i - 1].C][0].weights)
+    assert "(kept)" in result.table() and result.to_dict()["rows"][kept[0]]["kept"] is True
+    cold = tune(data, valid=valid, C_grid=[2.0**e for e in range(-2, 8)], cold_start=True)
+    assert not any(r.kept for r in cold.rows)
+
+
 def test_best_c_is_the_best_validation_metric_and_its_model(split):
     data, valid = split
     result = tune(data, valid=valid, C_grid=GRID, metric="mean_ndcg", keep_models=True)
