@@ -178,6 +178,10 @@ def plot_metric_vs_c(tune_result: dict | Any, path: str | Path, *, title: str | 
                     label="single folds" if i == 0 else None)
         ax.fill_between(x, metric - std, metric + std, color="tab:blue", alpha=0.12, label="±1 s.d. over folds")
     ax.plot(x, metric, marker="o", color="tab:blue", lw=2, label=f"{name} ({how})")
+    kept = np.array([bool(r.get("kept", False)) for r in rows])
+    if kept.any():
+        ax.plot(x[kept], metric[kept], marker="o", ms=9, mfc="white", color="tab:blue", ls="none",
+                label="kept the previous C's model (warm start met the stopping rule; try a smaller tol)")
     ax.axvline(best_x, color="tab:red", ls="--", alpha=0.6)
     ax.plot([best_x], [d["best_metric"]], marker="*", ms=18, color="tab:red", ls="none",
             label=f"best C = $2^{{{best_x:g}}}$ = {d['best_C']:.4g}: {d['best_metric']:.4f}")
@@ -284,10 +288,11 @@ def plot_score_distribution(
 
 def write_training_report(model, directory: str | Path, *, data: RankingData | None = None,
                           label: str | None = None) -> list[Path]:
-    """``convergence.png`` and, given data, ``scores_by_label.png`` in ``directory``."""
+    """``convergence.png`` (with two or more iterations) and, given data, ``scores_by_label.png``."""
     directory = Path(directory)
     out = []
-    if model.summary.get("history"):
+    # a warm-started model (tune) may have run 0-1 iterations: one point is no convergence picture
+    if len([r for r in model.summary.get("history", []) if r.get("accepted", True)]) >= 2:
         name = label or f"{model.solver} C={model.C:.4g}"
         out.append(plot_convergence([(name, model)], directory / "convergence.png"))
     if data is not None:
@@ -296,7 +301,8 @@ def write_training_report(model, directory: str | Path, *, data: RankingData | N
 
 
 def write_tune_report(result, directory: str | Path, *, data: RankingData | None = None) -> list[Path]:
-    """``metric_vs_C.png`` and, for the best model, ``convergence.png`` / ``scores_by_label.png``."""
+    """``metric_vs_C.png`` and, for the best model, ``convergence.png`` (if it ran two or more
+    iterations; warm starts often need fewer) and ``scores_by_label.png`` (given data)."""
     directory = Path(directory)
     out = [plot_metric_vs_c(result, directory / "metric_vs_C.png")]
     model = getattr(result, "model", None)

@@ -136,3 +136,12 @@ def test_train_shows_one_progress_line_per_iteration_by_default_and_quiet_silenc
     quiet = _run_train(tmp_path, "-q")
     assert quiet.returncode == 0 and " iter " not in quiet.stderr
     assert "trained tron" in quiet.stdout
+
+
+def test_training_report_skips_convergence_of_a_one_iteration_model(small, tmp_path):
+    data, valid = small
+    model = train(data, C=0.5, max_iter=1)
+    paths = report.write_training_report(model, tmp_path, data=valid)
+    assert [p.name for p in paths] == ["scores_by_label.png"] and not (tmp_path / "convergence.png").exists()
+    model = train(data, C=0.5)
+    assert [p.name for p in report.write_training_report(model, tmp_path)] == ["convergence.png"]
