@@ -17,6 +17,8 @@ from .model import RankingModel
 from .objectives.base import Objective
 from .objectives.ranknet import RankNetObjective
 from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
+from .objectives.toppush import TopPushObjective
+from .solvers.apg import apg
 from .solvers.bmrm import bmrm
 from .solvers.ncg import ncg
 from .solvers.result import IterationCallback, SolverResult
@@ -46,6 +48,9 @@ class SolverSpec:
 SOLVERS: dict[str, SolverSpec] = {
     "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000),
     "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
+    # options: threshold=0.0 (label > threshold is positive), scope="group"|"global" (see TopPushObjective)
+    "toppush": SolverSpec("toppush", "TopPush: positives above the top negative (li2014)", TopPushObjective, apg,
+                          1000, 1e-4),
     # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective)
     "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-3),
 }

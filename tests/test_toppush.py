@@ -341,3 +341,63 @@ def test_apg_dual_objective_decreases_and_history_is_complete(rng):
     assert res.objective == pytest.approx(obj.value(res.w), rel=1e-14)
     with pytest.raises(ValueError, match="w0"):
         apg(obj, np.ones(data.n_features), tol=1e-4, max_iter=5)
+
+
+# --------------------------------------------------------------------------- training and engines
+
+
+def test_train_registers_toppush_with_options(rng):
+    from sparkrank.training import SOLVERS, train
+
+    assert SOLVERS["toppush"].default_tol == 1e-4
+    data = _tiny(rng, n_rows=60)
+    model = train(data, solver="toppush", C=1.0, solver_options={"scope": "global", "threshold": 1.0})
+    obj = TopPushObjective(LocalEngine(data), C=1.0, scope="global", threshold=1.0)
+    assert model.summary["objective"] == pytest.approx(obj.value(model.weights), rel=1e-12)
+    assert model.options == {"scope": "global", "threshold": 1.0}
+    res = apg(obj, tol=1e-4, max_iter=1000)
+    np.testing.assert_array_equal(model.weights, res.w)
+
+
+@pytest.fixture(scope="module")
+def toppush_parquet(tmp_path_factory):
+    from sparkrank.data.io import write_parquet
+    from sparkrank.datasets import make_ranking_data
+
+    data, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, density=0.6, seed=5)
+    path = tmp_path_factory.mktemp("toppush") / "train.parquet"
+    write_parquet(path, data)
+    return data, str(path)
+
+
+@pytest.mark.parametrize("placement", ["executor", "driver"])
+def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
+    from sparkrank.spark.engine import SparkEngine
+
+    data, path = toppush_parquet
+    local = apg(TopPushObjective(LocalEngine(data), C=0.3), tol=0.0, max_iter=6)
+    with SparkEngine(spark.read.parquet(path), placement=placement, num_partitions=3) as engine:
+        obj = TopPushObjective(engine, C=0.3)
+        res = apg(obj, tol=0.0, max_iter=6)  # a few passes: Spark jobs are slow
+        if placement == "executor":
+            with pytest.raises(ValueError, match="global"):
+                TopPushObjective(engine, C=0.3, scope="global")
+    assert res.iterations == local.iterations
+    np.testing.assert_allclose(res.w, local.w, rtol=1e-9, atol=1e-12 * np.abs(local.w).max())
+    assert res.objective == pytest.approx(local.objective, rel=1e-10)
+
+
+def test_spark_driver_placement_global_scope_equals_local(spark, toppush_parquet, tmp_path):
+    from sparkrank.data.io import write_parquet
+    from sparkrank.spark.engine import SparkEngine
+
+    data, _ = toppush_parquet
+    flat = RankingData.from_arrays(data.X, data.groups.labels)  # one global ranking
+    path = tmp_path / "flat.parquet"
+    write_parquet(path, flat)
+    local = apg(TopPushObjective(LocalEngine(flat), C=0.3, scope="global"), tol=0.0, max_iter=5)
+    with SparkEngine(spark.read.parquet(str(path)), num_partitions=3) as engine:
+        assert engine.placement == "driver"
+        res = apg(TopPushObjective(engine, C=0.3, scope="global"), tol=0.0, max_iter=5)
+    assert res.iterations == local.iterations
+    np.testing.assert_allclose(res.w, local.w, rtol=1e-9, atol=1e-12 * np.abs(local.w).max())
