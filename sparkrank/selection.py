@@ -452,11 +452,26 @@ def tune(
              metric, "a validation set" if valid is not None else f"group-wise {folds}-fold",
              ", cold starts" if cold_start else ", warm starts")
 
+    models: dict[float, list[RankingModel]] = {C: [] for C in grid} if keep_models else {}
+    best_seen: dict[str, Any] = {"metric": -math.inf, "model": None}  # validation mode
+    fold_sum: dict[int, np.ndarray] = {}  # k-fold: per C, the sum of the fold solutions
+
+    def sink(j: int, model: RankingModel, metrics: dict) -> None:
+        if keep_models:
+            models[grid[j]].append(model)
+        if valid is not None and metrics[metric] > best_seen["metric"]:  # strict: smallest C on ties
+            best_seen.update(metric=metrics[metric], model=model)
+        if valid is None and refit and not cold_start:
+            prev = fold_sum.get(j, np.zeros(0))
+            w = model.weights
+            n = max(prev.shape[0], w.shape[0])  # Spark folds may see different largest indices
+            fold_sum[j] = _fit_width(prev, n) + _fit_width(w, n)
+
     # feature widths of training and held-out parts may differ (the largest index seen in
     # each); weights are padded or cut to the held-out width, unseen features score 0
     if valid is not None:
         with _Opened(train_data) as tr, _Opened(_as_source(valid)) as va:
-            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, label="")]
+            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink)]
             held_out = [_sizes(va)]
         mode, k = "validation", 1
     else:
@@ -472,7 +487,7 @@ def tune(
         paths, held_out = [], []
         for i, (tr_src, va_src) in enumerate(splits):
             with _Opened(tr_src) as tr, _Opened(va_src) as va:
-                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, label=f"fold {i + 1}/{k} "))
+                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink))
                 held_out.append(_sizes(va))
         mode = "kfold"
 
@@ -484,18 +499,16 @@ def tune(
         raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
                         "queries in the held-out data)")
     best = max(scored, key=lambda r: r.metric)  # max returns the first maximum: smallest C on ties
-    models = {C: [p[j]["model"] for p in paths] for j, C in enumerate(grid)} if keep_models else {}
 
     model = None
     if mode == "validation":
-        model = paths[0][grid.index(best.C)]["model"]
+        model = best_seen["model"]
     elif refit:
-        fold_w = [p[grid.index(best.C)]["model"].weights for p in paths]
         log.info("refitting %s at the best C=%g on all training data", solver, best.C)
         with _Opened(train_data) as tr:
-            n = tr.summary.n_features
             # the mean fold solution is a close start: every fold saw most of the data
-            w0 = None if cold_start else np.mean([_fit_width(w, n) for w in fold_w], axis=0)
+            w_sum = fold_sum.get(grid.index(best.C))
+            w0 = None if w_sum is None else _fit_width(w_sum / k, tr.summary.n_features)
             model = train(tr, C=best.C, w0=w0, **common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
                         time.perf_counter() - t0, seed, held_out)
@@ -522,8 +535,12 @@ def _fit_width(w: np.ndarray, n: int) -> np.ndarray:
 
 
 def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metric: str, cold_start: bool,
-          common: dict, label: str) -> list[dict]:
-    """Train along the ascending grid on ``tr`` (warm starts unless ``cold_start``), score on ``va``."""
+          common: dict, label: str, sink) -> list[dict]:
+    """Train along the ascending grid on ``tr`` (warm starts unless ``cold_start``), score on ``va``.
+
+    Returns the summary and metrics per ``C``; each model goes to ``sink(j, model, metrics)``
+    only, so a long grid over many features never holds all the weight vectors.
+    """
     out = []
     w = None
     n = len(grid)
@@ -538,13 +555,14 @@ def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metr
         log.info("%sC %d/%d = %g (log2 %.2f): %d iterations, %.2fs, objective %.6e, validation %s %.5f",
                  label, j + 1, n, C, math.log2(C), s["iterations"], s["seconds"], s["objective"], metric,
                  metrics[metric])
-        out.append({"model": model, "metrics": metrics})
+        sink(j, model, metrics)
+        out.append({"summary": model.summary, "metrics": metrics})
     return out
 
 
 def _combine(C: float, parts: list[dict], metric: str) -> TuneRow:
     """One row from the per-fold results at one ``C``."""
-    summaries = [p["model"].summary for p in parts]
+    summaries = [p["summary"] for p in parts]
     names = [k for k, v in parts[0]["metrics"].items() if isinstance(v, float)]
     fold_metrics = [float(p["metrics"][metric]) for p in parts]
     finite = [v for v in fold_metrics if not math.isnan(v)]
