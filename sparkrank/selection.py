@@ -439,6 +439,7 @@ def tune(
         if not cold_start:
             log.info("%s cannot start from given weights: every C is trained from zero", solver)
         cold_start = True
+    metric = metric.strip().lower()  # "NDCG@10" and "ndcg@10" are the same metric
     ks = metric_ks(metric)
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):

@@ -153,8 +153,8 @@ def test_take_groups_reorders_whole_groups(split):
 
 def test_kfold_refits_on_all_training_data(split):
     data, _ = split
-    result = tune(data, folds=3, C_grid=GRID[:4], metric="ndcg@5", seed=1)
-    assert result.mode == "kfold" and result.folds == 3
+    result = tune(data, folds=3, C_grid=GRID[:4], metric="NDCG@5", seed=1)
+    assert result.mode == "kfold" and result.folds == 3 and result.metric == "ndcg@5"
     assert all(len(r.fold_metrics) == 3 and len(r.fold_iterations) == 3 for r in result.rows)
     for r in result.rows:
         assert r.metric == pytest.approx(np.mean(r.fold_metrics))
