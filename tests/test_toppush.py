@@ -8,6 +8,15 @@ import scipy.sparse as sp
 
 from sparkrank.data.block import DataError, RankingData
 from sparkrank.engines.local import LocalEngine
+from sparkrank.evaluation.kernel import MetricsKernel
+from sparkrank.evaluation.metrics import (
+    evaluate_ranking,
+    per_group_metrics,
+    positives_at_top,
+    positives_at_top_per_group,
+    precision_at_k,
+    precision_at_k_per_group,
+)
 from sparkrank.kernels.simplex_projection import project_groups, project_groups_sorted, project_pair
 from sparkrank.kernels.toppush import TopPushStepKernel
 from sparkrank.objectives.toppush import TopPushObjective
@@ -382,9 +391,14 @@ def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
         if placement == "executor":
             with pytest.raises(ValueError, match="global"):
                 TopPushObjective(engine, C=0.3, scope="global")
+        metrics = MetricsKernel(ks=(1, 5))
+        got = metrics.finish(engine.run(local.w, metrics).stats)
     assert res.iterations == local.iterations
     np.testing.assert_allclose(res.w, local.w, rtol=1e-9, atol=1e-12 * np.abs(local.w).max())
     assert res.objective == pytest.approx(local.objective, rel=1e-10)
+    expected = evaluate_ranking(data.groups, data.X @ local.w, ks=(1, 5))
+    for key in ("positives_at_top", "precision@1", "precision@5", "n_positives", "auc"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-12), key
 
 
 def test_spark_driver_placement_global_scope_equals_local(spark, toppush_parquet, tmp_path):
@@ -401,3 +415,71 @@ def test_spark_driver_placement_global_scope_equals_local(spark, toppush_parquet
         res = apg(TopPushObjective(engine, C=0.3, scope="global"), tol=0.0, max_iter=5)
     assert res.iterations == local.iterations
     np.testing.assert_allclose(res.w, local.w, rtol=1e-9, atol=1e-12 * np.abs(local.w).max())
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _brute_bipartite(labels, scores, offsets, k, threshold):
+    """Per group by explicit loops: (positives at top, precision@k), NaN where undefined."""
+    top, prec = [], []
+    for g in range(len(offsets) - 1):
+        y = labels[offsets[g]:offsets[g + 1]]
+        p = scores[offsets[g]:offsets[g + 1]]
+        pos = y > threshold
+        if pos.any() and (~pos).any():
+            best_neg = max(p[j] for j in range(y.size) if not pos[j])
+            top.append(sum(1 for i in range(y.size) if pos[i] and p[i] > best_neg) / pos.sum())
+        else:
+            top.append(np.nan)
+        if pos.any():
+            # pessimistic: a row ranks above another only with a higher score, or an equal
+            # score when it is a negative and the other a positive
+            order = sorted(range(y.size), key=lambda i: (-p[i], pos[i]))
+            cut = min(k, y.size)
+            prec.append(sum(pos[i] for i in order[:cut]) / cut)
+        else:
+            prec.append(np.nan)
+    return np.array(top), np.array(prec)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 1.0])
+def test_bipartite_metrics_match_brute_force(rng, threshold):
+    from sparkrank.data.groups import QueryGroups
+
+    sizes = rng.integers(0, 9, size=25)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    labels = rng.integers(0, 3, size=offsets[-1]).astype(float)
+    scores = rng.integers(0, 4, size=offsets[-1]).astype(float)  # many ties
+    groups = QueryGroups.from_offsets(labels, offsets)
+    for k in (1, 3, 10):
+        top, prec = _brute_bipartite(labels, scores, offsets, k, threshold)
+        np.testing.assert_allclose(positives_at_top_per_group(groups, scores, threshold=threshold), top)
+        np.testing.assert_allclose(precision_at_k_per_group(groups, scores, k, threshold=threshold), prec)
+        assert precision_at_k(groups, scores, k, threshold=threshold) == pytest.approx(np.nanmean(prec))
+    is_pos = labels > threshold
+    both = ~np.isnan(top)
+    n_pos = np.array([is_pos[offsets[g]:offsets[g + 1]].sum() for g in range(len(sizes))])
+    pooled = np.nansum(top[both] * n_pos[both]) / n_pos[both].sum()
+    assert positives_at_top(groups, scores, threshold=threshold) == pytest.approx(pooled)
+    report = evaluate_ranking(groups, scores, ks=(1, 3), threshold=threshold)
+    assert report["positives_at_top"] == pytest.approx(pooled)
+    assert report["n_positives"] == int(is_pos.sum())
+    per = per_group_metrics(groups, scores, ks=(1, 3), threshold=threshold)
+    np.testing.assert_allclose(per["positives_at_top"], top)
+    # the engine kernel gives the same pooled numbers (any engine: additive statistics)
+    data = RankingData.from_arrays(sp.csr_matrix((offsets[-1], 1)), labels,
+                                   np.repeat(np.arange(len(sizes)), sizes))
+    kernel = MetricsKernel(ks=(1, 3), threshold=threshold)
+    got = kernel.finish(kernel(data.groups, scores, None).stats)
+    for key in ("positives_at_top", "precision@1", "precision@3", "n_positives"):
+        assert got[key] == pytest.approx(report[key], rel=1e-12), key
+
+
+def test_positives_at_top_counts_ties_against_the_model():
+    from sparkrank.data.groups import QueryGroups
+
+    groups = QueryGroups.single(np.array([1.0, 1.0, 0.0]))
+    scores = np.array([2.0, 1.0, 1.0])  # the second positive ties the negative
+    assert positives_at_top(groups, scores) == 0.5
+    assert precision_at_k(groups, scores, 2) == 0.5  # the tied negative ranks first

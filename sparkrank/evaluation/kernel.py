@@ -2,7 +2,9 @@
 placement) evaluates a model in one pass and only additive sums travel.
 
 Per block the kernel computes the per-query metrics of :mod:`.metrics` and returns
-``[pairs, correct pairs, AUC numerator, then for every NDCG metric: sum, count]``;
+``[pairs, correct pairs, AUC numerator, then for every NDCG metric: sum, count, then
+positives, positives in groups with both classes, positives at the top, and for every precision@k:
+sum, count]``;
 :func:`metrics_from_stats` turns the summed vector into the same dictionary as
 :func:`~sparkrank.evaluation.metrics.evaluate_ranking`.
 """
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_POSITIVE_THRESHOLD, DEFAULT_ZERO_IDCG
 from ..data.groups import QueryGroups
 from ..engines.base import KernelResult
 from ..kernels.counting import DEFAULT_COUNTING
@@ -30,6 +32,7 @@ class MetricsKernel:
     discount: str = DEFAULT_NDCG_DISCOUNT
     zero_idcg: str = DEFAULT_ZERO_IDCG
     counting: str = DEFAULT_COUNTING
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD
 
     @property
     def ndcg_names(self) -> list[str]:
@@ -37,7 +40,7 @@ class MetricsKernel:
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         per = per_group_metrics(groups, scores, ks=self.ks, discount=self.discount, zero_idcg=self.zero_idcg,
-                                method=self.counting)
+                                method=self.counting, threshold=self.threshold)
         pairs = per["pairs"].astype(np.float64)
         has_pairs = pairs > 0
         stats = [
@@ -52,14 +55,22 @@ class MetricsKernel:
             values = per[name]
             counted = ~np.isnan(values)
             stats += [float(values[counted].sum()), float(np.count_nonzero(counted))]
+        both = ~np.isnan(per["positives_at_top"])
+        positives = per["positives"][both].astype(np.float64)
+        stats += [float(per["positives"].sum()), positives.sum(),
+                  float(np.rint(per["positives_at_top"][both] * positives).sum())]
+        for k in self.ks:
+            values = per[f"precision@{k}"]
+            counted = ~np.isnan(values)
+            stats += [float(values[counted].sum()), float(np.count_nonzero(counted))]
         return KernelResult(np.array(stats))
 
     def finish(self, stats: np.ndarray) -> dict:
         """The metrics dictionary from summed statistics."""
-        return metrics_from_stats(stats, self.ndcg_names)
+        return metrics_from_stats(stats, self.ndcg_names, self.ks)
 
 
-def metrics_from_stats(stats: np.ndarray, ndcg_names: list[str]) -> dict:
+def metrics_from_stats(stats: np.ndarray, ndcg_names: list[str], precision_ks: tuple[int, ...] = ()) -> dict:
     head = dict(zip(_HEAD, stats[: len(_HEAD)]))
     n_pairs = head["n_pairs"]
     out = {
@@ -70,5 +81,13 @@ def metrics_from_stats(stats: np.ndarray, ndcg_names: list[str]) -> dict:
     for i, name in enumerate(ndcg_names):
         total, count = rest[2 * i], rest[2 * i + 1]
         out[name] = float(total / count) if count else float("nan")
+    bipartite = rest[2 * len(ndcg_names):]
+    if bipartite.size:
+        positives, at_top = bipartite[1], bipartite[2]
+        out["positives_at_top"] = float(at_top / positives) if positives else float("nan")
+        out["n_positives"] = int(round(bipartite[0]))
+        for i, k in enumerate(precision_ks):
+            total, count = bipartite[3 + 2 * i], bipartite[4 + 2 * i]
+            out[f"precision@{k}"] = float(total / count) if count else float("nan")
     out.update({k: int(round(head[k])) for k in ("n_rows", "n_groups", "n_pairs", "n_groups_without_pairs")})
     return {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in out.items()}

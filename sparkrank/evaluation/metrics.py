@@ -26,6 +26,14 @@ Summary of the conventions applied here
   which NDCG is not meaningful; treating a non-positive ideal DCG like a zero one keeps
   the value bounded instead of dividing by a negative number.
 * Empty groups have NaN for every per-group metric and are left out of every average.
+* Bipartite metrics (li2014) use the positive-label threshold of
+  :mod:`sparkrank.conventions` (``y > threshold``, default 0).  *Positives at the top*: the
+  fraction of positives scoring strictly above the highest-scoring negative of their group
+  (ties count against the model); NaN for a group without both classes, pooled as
+  ``Σ at top / Σ positives`` over the groups with both.  *Precision@k*: positives among
+  the first ``min(k, n_g)`` rows ranked by score descending with tied scores ordered
+  pessimistically (negatives first), divided by ``min(k, n_g)``; NaN for a group without
+  a positive, averaged over the groups with one.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from ..conventions import (
+    DEFAULT_POSITIVE_THRESHOLD,
     DEFAULT_NDCG_DISCOUNT,
     DEFAULT_ZERO_IDCG,
     NdcgDiscount,
@@ -55,6 +64,10 @@ __all__ = [
     "mean_ndcg",
     "evaluate_ranking",
     "per_group_metrics",
+    "positives_at_top",
+    "positives_at_top_per_group",
+    "precision_at_k",
+    "precision_at_k_per_group",
     "DEFAULT_KS",
 ]
 
@@ -373,6 +386,88 @@ def _nanmean(values: np.ndarray) -> float:
     return float(finite.mean()) if finite.size else float("nan")
 
 
+# --------------------------------------------------------------------------- bipartite (li2014)
+
+
+def _top_counts(groups: QueryGroups, scores: np.ndarray, threshold: float):
+    """Per group: positives, positives strictly above the top negative, and "has both classes"."""
+    from ..kernels.toppush import Bipartite, _top_negative
+
+    bp = Bipartite.of(groups, float(threshold), "group")
+    top, _ = _top_negative(scores, bp.is_pos, bp.offsets, bp.active)
+    at_top = bp.is_pos & bp.row_active & (scores > np.repeat(top, groups.group_sizes))
+    n_pos = _group_sums_int(bp.is_pos.astype(np.int64), groups.offsets)
+    return n_pos, _group_sums_int(at_top.astype(np.int64), groups.offsets), bp.active
+
+
+def positives_at_top_per_group(
+    groups: QueryGroups, scores: np.ndarray, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
+) -> np.ndarray:
+    """Fraction of each group's positives scoring strictly above its highest negative.
+
+    Returns
+    -------
+    float64 array (G,)
+        NaN for groups without both a positive (``y > threshold``) and a negative.
+    """
+    scores = _check_scores(groups, scores)
+    n_pos, at_top, both = _top_counts(groups, scores, threshold)
+    return _ratio_per_group(at_top, np.where(both, n_pos, 0))
+
+
+def positives_at_top(
+    groups: QueryGroups, scores: np.ndarray, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
+) -> float:
+    """Pooled positives at the top: ``Σ_g #{positives above g's top negative} / Σ_g #positives``.
+
+    Over the groups with both classes (li2014's measure; ties count against the model);
+    NaN when there is none.
+    """
+    scores = _check_scores(groups, scores)
+    n_pos, at_top, both = _top_counts(groups, scores, threshold)
+    return _pooled(int(at_top[both].sum()), int(n_pos[both].sum()))
+
+
+def _precision_table(groups: QueryGroups, scores: np.ndarray, threshold: float):
+    """Per row of the ranked order: positives among the first ``j`` rows of its group."""
+    is_pos = groups.labels > threshold
+    group_of_row = groups.group_of_row()
+    # score descending, ties pessimistically (negatives first), groups kept contiguous
+    ranked = np.lexsort((is_pos, -scores, group_of_row))
+    hits = _segmented_cumsum(is_pos[ranked].astype(np.float64), groups.offsets)
+    return hits, _group_sums_int(is_pos.astype(np.int64), groups.offsets)
+
+
+def _precision_at(hits: np.ndarray, n_pos: np.ndarray, groups: QueryGroups, k: int) -> np.ndarray:
+    sizes = groups.group_sizes
+    out = np.full(sizes.shape[0], np.nan)
+    has = (sizes > 0) & (n_pos > 0)
+    cut = np.minimum(k, sizes[has])
+    out[has] = hits[groups.offsets[:-1][has] + cut - 1] / cut
+    return out
+
+
+def precision_at_k_per_group(
+    groups: QueryGroups, scores: np.ndarray, k: int, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
+) -> np.ndarray:
+    """Precision@k of every group: positives among the top ``min(k, n_g)`` rows / ``min(k, n_g)``.
+
+    Tied scores are ordered pessimistically (negatives first).  NaN for empty groups and
+    groups without a positive.
+    """
+    scores = _check_scores(groups, scores)
+    k = _check_k(k)
+    hits, n_pos = _precision_table(groups, scores, threshold)
+    return _precision_at(hits, n_pos, groups, k)
+
+
+def precision_at_k(
+    groups: QueryGroups, scores: np.ndarray, k: int, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
+) -> float:
+    """Mean precision@k over the groups that have a positive (NaN when none has)."""
+    return _nanmean(precision_at_k_per_group(groups, scores, k, threshold=threshold))
+
+
 # --------------------------------------------------------------------------- reports
 
 
@@ -391,6 +486,7 @@ def per_group_metrics(
     discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
     zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
     method: str = DEFAULT_COUNTING,
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD,
 ) -> dict[str, np.ndarray]:
     """Per-query metrics for per-query reports.
 
@@ -414,7 +510,8 @@ def per_group_metrics(
     dict of str to array (G,)
         ``"rows"`` and ``"pairs"`` (int64), ``"pairwise_accuracy"`` and ``"auc"`` (NaN
         without pairs), ``"ndcg@K"`` for each K and ``"mean_ndcg"`` (NaN when empty or
-        skipped).
+        skipped); ``"positives"`` (int64), ``"positives_at_top"`` and ``"precision@K"``
+        (bipartite by ``label > threshold``; NaN where undefined).
     """
     scores = _check_scores(groups, scores)
     ks = _check_ks(ks)
@@ -430,6 +527,12 @@ def per_group_metrics(
     for k in ks:
         out[f"ndcg@{k}"] = table.at(k)
     out["mean_ndcg"] = table.mean()
+    n_pos, at_top, both = _top_counts(groups, scores, threshold)
+    out["positives"] = n_pos
+    out["positives_at_top"] = _ratio_per_group(at_top, np.where(both, n_pos, 0))
+    hits, _ = _precision_table(groups, scores, threshold)
+    for k in ks:
+        out[f"precision@{k}"] = _precision_at(hits, n_pos, groups, k)
     return out
 
 
@@ -441,6 +544,7 @@ def evaluate_ranking(
     discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
     zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
     method: str = DEFAULT_COUNTING,
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD,
 ) -> dict[str, float | int]:
     """All metrics of one scoring, as plain Python numbers (JSON-serialisable).
 
@@ -466,7 +570,9 @@ def evaluate_ranking(
         ``ndcg@K`` (means over queries, NaN queries left out) as floats; ``n_rows``,
         ``n_groups``, ``n_pairs``, ``n_groups_without_pairs`` (empty groups included) and
         ``n_groups_zero_idcg`` (groups where the zero-IDCG rule applied) as ints.  A
-        metric with nothing to average is ``nan``.
+        metric with nothing to average is ``nan``.  Bipartite by ``label > threshold``:
+        ``positives_at_top`` (pooled) and ``precision@K`` (mean over groups with a
+        positive) as floats, ``n_positives`` as an int.
     """
     scores = _check_scores(groups, scores)
     ks = _check_ks(ks)
@@ -488,4 +594,10 @@ def evaluate_ranking(
         n_groups_without_pairs=groups.n_groups_without_pairs,
         n_groups_zero_idcg=table.n_groups_zero_idcg(),
     )
+    n_pos, at_top, both = _top_counts(groups, scores, threshold)
+    report["positives_at_top"] = _pooled(int(at_top[both].sum()), int(n_pos[both].sum()))
+    hits, _ = _precision_table(groups, scores, threshold)
+    for k in ks:
+        report[f"precision@{k}"] = _nanmean(_precision_at(hits, n_pos, groups, k))
+    report["n_positives"] = int(n_pos.sum())
     return report
