@@ -7,6 +7,7 @@ Fitting builds a :class:`~sparkrank.spark.engine.SparkEngine` over the DataFrame
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import numpy as np
@@ -152,33 +153,63 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, dataset) -> LinearRankerModel:
-        from ..spark.engine import SparkEngine
-        from ..training import train
+        spark = dataset.sparkSession
+        w0 = self._checked_start(dataset)
+        engine = self._engine(dataset, w0)
+        try:
+            return self._train(engine, spark, w0)
+        finally:
+            engine.close()
 
+    def fitMultiple(self, dataset, paramMaps):
+        """Fit one model per param map; when the maps differ only in solver settings (the usual
+        ``C``/``regParam`` grid of ``CrossValidator``), the cached blocks are built once and shared.
+
+        Returns a thread-safe iterator of ``(index, model)``; fits sharing blocks run one at a time.
+        """
+        estimators = [self.copy(pm) for pm in paramMaps]
+        if len({e._data_key() for e in estimators}) != 1:
+            return super().fitMultiple(dataset, paramMaps)
+        return _SharedEngineFits(dataset, estimators)
+
+    #: Params that change the cached blocks or the start point; fits may share an engine
+    #: only when these agree.
+    _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "kernelPlacement", "numPartitions",
+                    "aggregationDepth", "initialWeights", "checkpointDir", "resumeFromCheckpoint")
+
+    def _data_key(self) -> tuple:
+        return tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
+
+    def _checked_start(self, dataset) -> np.ndarray | None:
+        """Checks that need no Spark job, then the warm-start weights."""
         C, lam = self._maybe(self.C), self._maybe(self.regParam)
         if C is not None and lam is not None:
             raise ValueError("set either C (LIBLINEAR) or regParam (BMRM λ), not both")
-        group = self.getGroupCol() or None
-        if group is not None and group not in dataset.columns:
+        group = self.getGroupCol()
+        if group and group not in dataset.columns:
             raise DataError(f"no group column {group!r}; columns are {', '.join(dataset.columns)} "
                             "(set groupCol='' to rank all rows as one global ranking)")
-        spark = dataset.sparkSession
-        w0 = self._start_weights(spark)
-        engine = SparkEngine(
-            dataset, label_col=self.getLabelCol(), qid_col=group, features_col=self.getFeaturesCol(),
-            placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
-            aggregation_depth=self.getOrDefault(self.aggregationDepth),
+        return self._start_weights(dataset.sparkSession)
+
+    def _engine(self, dataset, w0: np.ndarray | None):
+        from ..spark.engine import SparkEngine
+
+        return SparkEngine(
+            dataset, label_col=self.getLabelCol(), qid_col=self.getGroupCol() or None,
+            features_col=self.getFeaturesCol(), placement=self.getOrDefault(self.kernelPlacement),
+            num_partitions=self._maybe(self.numPartitions), aggregation_depth=self.getOrDefault(self.aggregationDepth),
             n_features=None if w0 is None else len(w0),
         )
-        try:
-            model = train(
-                engine, solver=self.getSolver(), C=C, lam=lam, tol=self._maybe(self.tol),
-                counting=self.getOrDefault(self.counting), max_iter=self._maybe(self.maxIter), w0=w0,
-                solver_options=self._maybe(self.solverOptions), callback=self._checkpointer(spark, engine),
-                standardization=self.getStandardization(),
-            )
-        finally:
-            engine.close()
+
+    def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:
+        from ..training import train
+
+        model = train(
+            engine, solver=self.getSolver(), C=self._maybe(self.C), lam=self._maybe(self.regParam),
+            tol=self._maybe(self.tol), counting=self.getOrDefault(self.counting), max_iter=self._maybe(self.maxIter),
+            w0=w0, solver_options=self._maybe(self.solverOptions), callback=self._checkpointer(spark, engine),
+            standardization=self.getStandardization(),
+        )
         return self._copyValues(LinearRankerModel(model))
 
     def _start_weights(self, spark) -> np.ndarray | None:
@@ -207,3 +238,45 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
                 "C": self._maybe(self.C), "regParam": self._maybe(self.regParam),
                 "n_features": engine.summary.n_features}
         return CheckpointWriter(spark, directory, self.getOrDefault(self.checkpointInterval), meta)
+
+
+class _SharedEngineFits:
+    """``fitMultiple``'s iterator when all fits can share one engine (built at the first fit,
+    closed after the last one or on the first error)."""
+
+    def __init__(self, dataset, estimators: list[LinearRanker]):
+        self.dataset, self.estimators = dataset, estimators
+        self.lock = threading.Lock()
+        self.next_index = 0
+        self.engine = None
+        self.w0 = None
+
+    def __iter__(self) -> "_SharedEngineFits":
+        return self
+
+    def __next__(self) -> tuple[int, LinearRankerModel]:
+        with self.lock:
+            index = self.next_index
+            if index >= len(self.estimators):
+                raise StopIteration
+            self.next_index += 1
+            est = self.estimators[index]
+            try:
+                if self.engine is None:
+                    self.w0 = est._checked_start(self.dataset)
+                    self.engine = est._engine(self.dataset, self.w0)
+                else:
+                    est._checked_start(self.dataset)
+                model = est._train(self.engine, self.dataset.sparkSession, self.w0)
+            except BaseException:
+                self._close()
+                self.next_index = len(self.estimators)
+                raise
+            if self.next_index == len(self.estimators):
+                self._close()
+            return index, model
+
+    def _close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
