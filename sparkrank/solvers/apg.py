@@ -79,8 +79,8 @@ def apg(
     Returns
     -------
     SolverResult
-        ``w``: the last dual iterate's ``w(x_k)`` or the search point ``w(y)`` with the
-        lowest primal value, whichever is lower; ``objective`` = its primal value; every history record has the dual value ``F``, the primal value at the
+        ``w(x_k)`` of the last dual iterate, ``objective`` = the primal value there (one
+        extra pass); every history record has the dual value ``F``, the primal value at the
         search point, the duality gap bound, ``L`` and the backtracking count.
     """
     if w0 is not None and np.any(np.asarray(w0) != 0):
@@ -93,7 +93,7 @@ def apg(
     L = INITIAL_L
     t = 1.0
     eta = 0.0
-    best_primal, best_w = math.inf, None
+    best_primal = math.inf
     history: list[dict] = []
     converged = False
     message = f"reached max_iter={max_iter}"
@@ -116,8 +116,7 @@ def apg(
         increased = new.value > current.value
         objective.release(current)
         current = new
-        if trial.primal_y < best_primal:
-            best_primal, best_w = trial.primal_y, trial.w_search.copy()
+        best_primal = min(best_primal, trial.primal_y)
         gap = best_primal - objective.primal_bound(current.value)
         if increased:
             t, eta = 1.0, 0.0  # function restart
@@ -142,11 +141,9 @@ def apg(
         if not increased and change <= tol * abs(current.value):
             converged, message = True, "relative change of the dual objective below tolerance"
             break
-    # the dual iterate's w(x_k) converges more slowly in primal value than F does, so
-    # return whichever primal point is better: w(x_k) or the best search point w(y)
+    # li2014's model is w(x_k) of the last dual iterate.  (The best search point w(y) can
+    # have a lower primal value early on, e.g. w = 0 at the start, but it is no model.)
     w = current.w.copy()
     objective.release(current)
     primal = objective.value(w)
-    if best_w is not None and best_primal < primal:
-        w, primal = best_w, best_primal
     return SolverResult(w, primal, it, converged, history, time.perf_counter() - t0, message)
