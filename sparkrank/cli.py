@@ -206,11 +206,11 @@ def _cmd_train(args) -> int:
                       counting=args.counting, max_iter=args.max_iter, w0=w0)
     model.summary["engine"] = args.engine
     model.save(args.model)
-    if args.report:
-        _train_report(args, model)
     s = model.summary
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
           f"objective {s['objective']:.6g}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; model written to {args.model}")
+    if args.report:
+        _train_report(args, model)
     return 0
 
 
