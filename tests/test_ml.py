@@ -188,6 +188,25 @@ def test_cross_validator_with_group_folds_picks_c_like_a_direct_fit(spark, df):
     np.testing.assert_allclose(best.weights, direct.weights, rtol=1e-9, atol=1e-12)
 
 
+def test_fit_multiple_over_a_c_grid_builds_the_blocks_once(spark, df, local_data, monkeypatch):
+    from sparkrank.ml import LinearRanker
+
+    built = []
+    original = LinearRanker._engine
+    monkeypatch.setattr(LinearRanker, "_engine", lambda self, *a: built.append(1) or original(self, *a))
+    ranker = LinearRanker(maxIter=2)
+    cs = [0.01, 1.0]
+    models = dict(ranker.fitMultiple(df, [{ranker.C: c} for c in cs]))
+    assert len(built) == 1
+    for i, c in enumerate(cs):
+        local = train(local_data, C=c, max_iter=2)
+        np.testing.assert_allclose(models[i].weights, local.weights, rtol=1e-9, atol=1e-12)
+        assert models[i].rankingModel.C == c
+    # a grid over a data param (here the partitioning) cannot share blocks
+    list(ranker.fitMultiple(df, [{ranker.numPartitions: 1, ranker.C: 1.0}, {ranker.numPartitions: 2}]))
+    assert len(built) == 3
+
+
 def test_ranking_evaluator_matches_local_metrics(spark, df, local_data, fitted):
     from pyspark.sql import functions as F
 
