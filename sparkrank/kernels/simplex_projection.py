@@ -1,4 +1,4 @@
-"""Euclidean projection onto TopPush's dual feasible set (li2014 §3.2, Algorithm 2).
+"""Euclidean projection onto TopPush's dual feasible set (li2014 Algorithm 2).
 
 ``Ω = {α ≥ 0, β ≥ 0, Σα = Σβ}``.  The KKT conditions of ``min ½‖α − α₀‖² + ½‖β − β₀‖²``
 over ``Ω`` with multiplier ``γ`` of ``Σα = Σβ`` give

@@ -1,11 +1,11 @@
 """TopPush (li2014): push every positive above the highest-scoring negative, in linear time.
 
-Primal (li2014 eq. (3), DESIGN.md §3.4), over the ``m`` positives of units that have both
+Primal (li2014 eq. (6), DESIGN.md §3.4), over the ``m`` positives of units that have both
 classes::
 
     P(w) = (λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i),   ℓ(z) = [1 + z]₊²
 
-Dual (li2014 Theorem 1)::
+Dual (li2014 eq. (7), Theorem 1)::
 
     F(α, β) = (1/(2λm)) ‖X⁺ᵀα − X⁻ᵀβ‖² + Σ_i ℓ*(α_i),   ℓ*(a) = a²/4 − a,
     over Ω = {α ≥ 0, β ≥ 0, Σα = Σβ}   (per unit),

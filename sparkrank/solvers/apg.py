@@ -1,4 +1,4 @@
-"""Nesterov's accelerated projected gradient with backtracking (li2014 §3.2; FISTA form).
+"""Nesterov's accelerated projected gradient with backtracking (li2014 Algorithm 1; FISTA form).
 
 The solver minimises a smooth convex function over a convex set through an objective
 that offers (:class:`ProjectedGradientProblem`)
