@@ -63,6 +63,35 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
                         "group id instead of stopping with an error")
 
 
+def _add_solver_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("solver-specific options")
+    g.add_argument("--gradient", choices=("fast", "direct"), default=None,
+                   help="ncg: gradient by the ε-exact fast erfc sums (default) or the exact O(m²)-per-query sum")
+    g.add_argument("--epsilon", type=float, default=None,
+                   help="ncg: accuracy ε of the fast erfc sums, relative to Σ|q| (default 1e-6)")
+    g.add_argument("--monitor", action="store_true",
+                   help="ncg: compute the exact log-likelihood every iteration (an O(pairs) pass)")
+    g.add_argument("--threshold", type=float, default=None,
+                   help="toppush: labels above this are positives (default 0)")
+    g.add_argument("--scope", choices=("group", "global"), default=None,
+                   help="toppush: push each query's positives above its own top negative (group, default) "
+                        "or above the top negative of one global ranking")
+
+
+def _solver_options(args) -> dict:
+    """The solver-specific options given on the command line, checked against ``--solver``."""
+    owners = {"gradient": "ncg", "epsilon": "ncg", "monitor": "ncg", "threshold": "toppush", "scope": "toppush"}
+    options = {}
+    for name, solver in owners.items():
+        value = getattr(args, name)
+        if value is None or value is False:
+            continue
+        if args.solver != solver:
+            raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
+        options[name] = value
+    return options
+
+
 def _add_engine(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("engine")
     g.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
@@ -91,17 +120,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(p, "training data: SVMlight/LETOR file (.gz ok), Parquet file/dir, or sample:train")
     p.add_argument("--model", required=True, metavar="OUT", help="where to write the model JSON")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron",
-                   help="tron: L2-loss RankSVM, trust-region Newton (default); bmrm: L1-loss RankSVM, cutting planes")
+                   help="tron: L2-loss RankSVM, trust-region Newton (default); bmrm: L1-loss RankSVM, cutting "
+                        "planes; ncg: log-sigmoid pairwise likelihood (RankNCG), nonlinear CG; toppush: "
+                        "accuracy at the top (TopPush), accelerated projected gradient")
     reg = p.add_mutually_exclusive_group()
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
     p.add_argument("--tol", type=float, default=None,
-                   help="tron: relative gradient norm; bmrm: absolute gap (default 1e-3)")
+                   help="tron, ncg: relative gradient norm (default 1e-3); bmrm: absolute gap (default 1e-3); "
+                        "toppush: relative objective change (default 1e-4)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
     p.add_argument("--init-model", metavar="MODEL", help="warm start from this model's weights")
     p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
+    p.add_argument("--standardization", choices=("none", "minmax", "standard"), default="none",
+                   help="scale features before training (stored in the model, applied at predict); an exact "
+                        "reparametrisation for any solver (default none)")
+    _add_solver_options(p)
     _add_engine(p)
     _add_common(p)
 
@@ -203,7 +239,8 @@ def _cmd_train(args) -> int:
             k = min(init.n_features, w0.shape[0])
             w0[:k] = init.weights[:k]
         model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
-                      counting=args.counting, max_iter=args.max_iter, w0=w0)
+                      counting=args.counting, max_iter=args.max_iter, w0=w0,
+                      solver_options=_solver_options(args), standardization=args.standardization)
     model.summary["engine"] = args.engine
     model.save(args.model)
     s = model.summary
@@ -341,6 +378,7 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--output-json", metavar="FILE", help="write the per-C table and the best C as JSON")
     p.add_argument("--report", metavar="DIR", help="write PNGs to DIR: metric vs C, the best model's "
                                                    "convergence and (local engine) scores by label")
+    _add_solver_options(p)
     _add_engine(p)
     _add_common(p)
 
@@ -372,7 +410,7 @@ def _cmd_tune(args) -> int:
 
     opts = dict(C_grid=_c_grid(args), folds=args.folds, solver=args.solver, metric=args.metric, tol=args.tol,
                 counting=args.counting, max_iter=args.max_iter, cold_start=args.cold_start, seed=args.seed,
-                discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
+                discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=_solver_options(args))
     valid_data = None
     if args.engine == "local":
         if args.feature_cols:

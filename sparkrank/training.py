@@ -43,6 +43,8 @@ class SolverSpec:
     """``(objective, w0, *, tol, max_iter, callback=None) -> SolverResult``."""
     default_max_iter: int
     default_tol: float = 1e-3
+    warm_start: bool = True
+    """Whether ``run`` accepts a starting ``w0`` (a dual method such as TopPush does not)."""
 
 
 SOLVERS: dict[str, SolverSpec] = {
@@ -50,7 +52,7 @@ SOLVERS: dict[str, SolverSpec] = {
     "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
     # options: threshold=0.0 (label > threshold is positive), scope="group"|"global" (see TopPushObjective)
     "toppush": SolverSpec("toppush", "TopPush: positives above the top negative (li2014)", TopPushObjective, apg,
-                          1000, 1e-4),
+                          1000, 1e-4, warm_start=False),
     # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective)
     "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-3),
 }

@@ -43,6 +43,25 @@ def test_bmrm_with_lambda_and_warm_start(tmp_path):
     assert model.lam == pytest.approx(1e-4)
 
 
+def test_ncg_and_toppush_options_reach_the_model(tmp_path, capsys):
+    ncg = tmp_path / "ncg.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(ncg), "--solver", "ncg",
+                 "--epsilon", "1e-8", "-C", "0.01", "--standardization", "standard"]) == 0
+    model = RankingModel.load(ncg)
+    assert model.solver == "ncg" and model.options == {"epsilon": 1e-8} and model.summary["converged"]
+    top = tmp_path / "top.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(top), "--solver", "toppush",
+                 "--threshold", "2", "--scope", "global"]) == 0
+    assert RankingModel.load(top).options == {"threshold": 2.0, "scope": "global"}
+    capsys.readouterr()
+    assert main(["evaluate", "--engine", "local", "--model", str(top), "--input", "sample:test", "-q"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert 0.0 <= metrics["positives_at_top"] <= 1.0
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(top), "--solver", "tron",
+                 "--scope", "group"]) == 2
+    assert "--scope is an option of --solver toppush" in capsys.readouterr().err
+
+
 def test_errors_are_clear(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("1 qid:1 1:0.5\n2 qid:1 3:x\n")
@@ -56,7 +75,7 @@ def test_errors_are_clear(tmp_path, capsys):
 
 
 def test_help_for_every_command(capsys):
-    for cmd in ([], ["train"], ["predict"], ["evaluate"], ["convert"]):
+    for cmd in ([], ["train"], ["predict"], ["evaluate"], ["convert"], ["tune"], ["report"]):
         with pytest.raises(SystemExit) as e:
             main([*cmd, "--help"])
         assert e.value.code == 0
