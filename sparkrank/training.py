@@ -131,6 +131,9 @@ def train(
     RankingModel
     """
     spec = solver_spec(solver)
+    if lam is not None and solver not in ("tron", "bmrm"):
+        raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
+                         "(see sparkrank.conventions for its own λ)")
     engine = LocalEngine(data) if isinstance(data, RankingData) else data
     C = resolve_c(engine, C, lam)
     summary = engine.summary
@@ -176,8 +179,12 @@ def train(
 
 
 def training_objective_value(model: RankingModel, engine: Engine) -> float:
-    """The model's own training objective (same loss and C) at its weights on ``engine``'s data."""
-    from .evaluation.evaluate import model_weights_for
+    """The model's own training objective (same loss, C and standardization) at its weights on ``engine``'s data."""
+    from .engines.scaled import ScaledEngine
+    from .evaluation.evaluate import fit_length
 
-    w = model_weights_for(model, engine.summary.n_features)
+    n = engine.summary.n_features
+    if model.standardization is not None:  # the weights act on scaled columns
+        engine = ScaledEngine(engine, fit_length(model.standardization.scale, n, fill=1.0))
+    w = fit_length(model.weights, n)
     return make_objective(engine, model.solver, model.C, model.counting, **model.options).value(w)

@@ -62,6 +62,25 @@ def test_ncg_and_toppush_options_reach_the_model(tmp_path, capsys):
     assert "--scope is an option of --solver toppush" in capsys.readouterr().err
 
 
+def test_evaluate_a_standardized_model(tmp_path, capsys):
+    from sparkrank.data.io import read_ranking_data
+    from sparkrank.evaluation import evaluate_ranking
+
+    m = tmp_path / "std.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(m),
+                 "--standardization", "minmax", "-C", "0.1"]) == 0
+    model = RankingModel.load(m)
+    assert model.standardization is not None
+    capsys.readouterr()
+    assert main(["evaluate", "--engine", "local", "--model", str(m), "--input", "sample:train", "-q"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["objective"] == pytest.approx(model.summary["objective"], rel=1e-9)
+    data = read_ranking_data("sample:train")
+    expected = evaluate_ranking(data.groups, model.predict(data))
+    assert metrics["pairwise_accuracy"] == pytest.approx(expected["pairwise_accuracy"], rel=1e-12)
+    assert metrics["ndcg@10"] == pytest.approx(expected["ndcg@10"], rel=1e-12)
+
+
 def test_errors_are_clear(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("1 qid:1 1:0.5\n2 qid:1 3:x\n")

@@ -10,12 +10,21 @@ from .kernel import MetricsKernel
 from .metrics import DEFAULT_KS
 
 
+def fit_length(v: np.ndarray, n_features: int, fill: float = 0.0) -> np.ndarray:
+    """``v`` padded with ``fill`` (or cut, for unseen trailing features) to ``n_features``."""
+    out = np.full(n_features, fill, dtype=np.float64)
+    k = min(n_features, v.shape[0])
+    out[:k] = v[:k]
+    return out
+
+
 def model_weights_for(model, n_features: int) -> np.ndarray:
-    """The model's weights padded (or cut, for unseen trailing features) to ``n_features``."""
-    w = np.zeros(n_features)
-    k = min(n_features, model.n_features)
-    w[:k] = model.weights[:k]
-    return w
+    """Weights on the raw features of ``n_features`` columns that rank exactly like ``model``.
+
+    A standardized model's own weights act on scaled columns; its ``raw_weights`` act on the
+    raw ones and give the same ranking (the scores differ only by a constant).
+    """
+    return fit_length(model.raw_weights, n_features)
 
 
 def evaluate_model(
