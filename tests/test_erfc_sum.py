@@ -101,5 +101,7 @@ def test_bad_input_is_rejected_clearly():
         erfc_sum(np.zeros((2, 2)), np.zeros(3))
     with pytest.raises(ValueError, match="epsilon must be in"):
         erfc_sum(np.zeros(2), np.zeros(3), epsilon=1e-20)
+    with pytest.raises(DataError, match="too wide for the cluster grid"):
+        erfc_sum(np.zeros(2), np.array([-1e300, 1e300]))
     with pytest.raises(ValueError, match="unknown erfc summation method"):
         erfc_sum(np.zeros(2), np.zeros(3), method="fmm")

@@ -31,9 +31,9 @@ is the per-source truncation budget, the other half is left to floating-point ro
   ``p = ⌈(erfc⁻¹(√π h ε/8)/h - 1)/2⌉``.
 
 raykar2007 uses ``r_x = 0.1·erfc⁻¹(ε)``.  Per target the cost is ``p·l`` with
-``l ≈ r_y/r_x + 2`` influential clusters, per source ``p``; since ``p`` grows like
-``r = R(1 + 2·ratio)`` the total ``p(1 + l)`` is smallest near ``ratio ≈ 0.6`` (about twice
-faster than 0.1), so the default ratio is 0.5.
+``l ≈ r_y/r_x + 1 = 2 + 1/ratio`` influential clusters, per source ``p``; since ``p`` grows
+like ``r = R(1 + 2·ratio)`` the total ``p(1 + l)`` is smallest near ``ratio ≈ 0.6``.  Measured
+at N = M = 51,200 the ratio 0.5 is 2-3× faster than 0.1, so it is the default.
 
 Clusters are the occupied cells of the grid only (compacted), so a huge spread of points
 costs memory O(N), not O(spread).  Differences ``y - c_k`` and ``z_i - c_k`` are taken
@@ -294,6 +294,12 @@ def _as_finite_vector(x, name: str) -> np.ndarray:
     return a
 
 
+def check_grid_span(z: np.ndarray, r_x: float, what: str) -> None:
+    """Reject points whose spread would overflow the int64 cluster grid (``> 2⁶⁰`` cells)."""
+    if z.size and float(np.max(z) - np.min(z)) / (2.0 * r_x) > 2.0**60:
+        raise DataError(f"{what} span {float(np.max(z) - np.min(z)):.3g}: too wide for the cluster grid")
+
+
 def erfc_sum(
     targets: np.ndarray,
     sources: np.ndarray,
@@ -335,8 +341,7 @@ def erfc_sum(
     if method != "fast":
         raise ValueError(f"unknown erfc summation method {method!r}; choose one of {', '.join(ERFC_SUM_METHODS)}")
     prm = erfc_sum_parameters(epsilon, cluster_ratio)
-    if z.size and float(np.max(z) - np.min(z)) / (2.0 * prm.r_x) > 2.0**60:
-        raise DataError(f"sources span {float(np.max(z) - np.min(z)):.3g}: too wide for a float64 grid")
+    check_grid_span(z, prm.r_x, "sources")
     return _fast_sum(y, z, q, prm.p, prm.h, prm.r_x, prm.r_y)
 
 

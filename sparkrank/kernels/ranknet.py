@@ -56,6 +56,7 @@ from .erfc_sum import (
     _expansion_evaluate,
     _expansion_insert,
     _series_factors,
+    check_grid_span,
     erfc_sum_parameters,
 )
 
@@ -234,6 +235,7 @@ class RankNetKernel:
                                 coef if want else np.zeros(0))
         if self.gradient == "fast":
             prm = erfc_sum_parameters(self.epsilon)
+            check_grid_span(SIGMOID_ERFC_SCALE * scores, prm.r_x, "scores")
             direct_below = DIRECT_PAIRS_PER_TERM * prm.p if self.direct_small_groups else 0.0
             _fast_coef(scores, rank, groups.offsets, groups.n_levels, groups.pairs_per_group,
                        SIGMOID_ERFC_SCALE, prm.p, prm.h, prm.r_x, prm.r_y, direct_below, coef)
