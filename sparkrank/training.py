@@ -145,7 +145,7 @@ def train(
     options = dict(solver_options or {})
     tol = spec.default_tol if tol is None else float(tol)
     engine, standardizer = standardized_engine(engine, standardization)
-    objective = make_objective(engine, solver, C, counting, **options)
+    objective = _WithEngineProgress(make_objective(engine, solver, C, counting, **options), engine)
     if w0 is not None:
         w0 = np.asarray(w0, dtype=np.float64)
         if w0.shape != (summary.n_features,):
@@ -176,6 +176,23 @@ def train(
             "n_pairs": summary.n_pairs,
         },
     )
+
+
+class _WithEngineProgress:
+    """The objective, with the engine's work since the last iteration added to its progress facts.
+
+    Solvers put ``progress(w)`` into each iteration's record and log line, so on Spark every
+    line also says how many rows and groups the executors processed in how many passes.
+    """
+
+    def __init__(self, objective: Objective, engine: Engine):
+        self._objective, self._engine = objective, engine
+
+    def __getattr__(self, name):
+        return getattr(self._objective, name)
+
+    def progress(self, w: np.ndarray) -> dict:
+        return {**self._objective.progress(w), **self._engine.progress()}
 
 
 def training_objective_value(model: RankingModel, engine: Engine) -> float:

@@ -206,6 +206,13 @@ class Engine(ABC):
     def release(self, state: StateHandle) -> None:
         """Free kept state."""
 
+    def progress(self) -> dict[str, int]:
+        """Work done since the last call, for solver log lines (e.g. passes, rows, groups).
+
+        The in-process engine reports nothing; the Spark engine reports what its tasks did.
+        """
+        return {}
+
     def feature_statistics(self) -> FeatureStatistics:
         """Per-feature count, mean, variance, min and max of the training rows (one pass)."""
         raise NotImplementedError(f"{type(self).__name__} does not compute feature statistics")

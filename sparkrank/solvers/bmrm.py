@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..objectives.base import RegularizedRisk
-from .result import IterationCallback, SolverResult
+from .result import IterationCallback, SolverResult, engine_progress_text
 
 log = logging.getLogger("sparkrank.bmrm")
 
@@ -114,8 +114,8 @@ def bmrm(
         if callback is not None:
             callback(record["iter"], w_best, record)
         log.info(
-            "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s  %.2fs",
-            t, j_best, lower, gap, record.get("support_pairs", "-"), record["seconds"],
+            "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s%s  %.2fs",
+            t, j_best, lower, gap, record.get("support_pairs", "-"), engine_progress_text(record), record["seconds"],
         )
         if gap < tol:
             converged = True

@@ -42,3 +42,10 @@ class SolverResult:
 #: ``callback(iteration, w, record)``: called by every solver once per iteration with the
 #: current solution and the iteration's log record (the same dict as in ``history``).
 IterationCallback = Callable[[int, np.ndarray, dict[str, Any]], None]
+
+
+def engine_progress_text(record: dict[str, Any]) -> str:
+    """``"  rows R  groups G  passes P"`` when the record carries engine work (Spark), else ``""``."""
+    if "rows" not in record:
+        return ""
+    return f"  rows {record['rows']}  groups {record['groups']}  passes {record['passes']}"

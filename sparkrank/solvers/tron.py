@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import IterationCallback, SolverResult
+from .result import IterationCallback, SolverResult, engine_progress_text
 
 log = logging.getLogger("sparkrank.tron")
 
@@ -129,8 +129,9 @@ def tron(
         if callback is not None:
             callback(record["iter"], w, record)
         log.info(
-            "iter %3d  f %.6e  |g| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s  %.2fs",
-            it, f, gnorm, actred, prered, delta, cg_iter, record.get("support_pairs", "-"), record["seconds"],
+            "iter %3d  f %.6e  |g| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s%s  %.2fs",
+            it, f, gnorm, actred, prered, delta, cg_iter, record.get("support_pairs", "-"),
+            engine_progress_text(record), record["seconds"],
         )
         if gnorm <= tol * gnorm0:
             converged = True

@@ -213,7 +213,7 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
                 with open(_state_file(ref.path, out_state), "wb") as f:
                     pickle.dump(result.state, f, protocol=pickle.HIGHEST_PROTOCOL)
             grad = None if result.coef is None else _padded_tdot(block.X, result.coef, n_features)
-            yield result.stats_dd(), grad
+            yield result.stats_dd(), grad, np.array([ref.n_rows, ref.n_groups])
 
     return task
 
@@ -285,12 +285,15 @@ def add_dd(a: Any, b: Any):
 
 
 def add_pair(a: Any, b: Any):
-    """``treeAggregate`` combiner for ``(stats, gradient)`` double-double tuples."""
+    """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups])`` of executor passes.
+
+    ``stats`` and ``gradient`` are double-doubles; the counts are what the tasks processed.
+    """
     if a is None:
         return b
     if b is None:
         return a
-    return add_dd(a[0], b[0]), add_dd(a[1], b[1])
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2]
 
 
 def feature_stats_task(n_features: int):

@@ -101,6 +101,7 @@ class SparkEngine(Engine):
         self._released: list[int] = []
         self._driver_states: dict[int, object] = {}
         self.dropped_rows = 0
+        self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
         self._df = self._arrange(df)
@@ -220,7 +221,8 @@ class SparkEngine(Engine):
                 None, blocks.add_pair, blocks.add_pair, depth=self.aggregation_depth)
         finally:
             bw.destroy()
-        stats, grad = total if total is not None else ((np.zeros(0), np.zeros(0)), None)
+        stats, grad, counts = total if total is not None else ((np.zeros(0), np.zeros(0)), None, np.zeros(2))
+        self._processed += (1, int(counts[0]), int(counts[1]))
         grad = None if grad is None else dd_round(grad)
         return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None)
 
@@ -246,7 +248,13 @@ class SparkEngine(Engine):
             sid = next(self._state_ids)
             self._driver_states[sid] = result.state
             handle = StateHandle(sid)
+        self._processed += (1, self._summary.n_rows, self._summary.n_groups)
         return PassResult(dd_round(result.stats_dd()), grad, handle)
+
+    def progress(self) -> dict[str, int]:
+        passes, rows, groups = (int(v) for v in self._processed)
+        self._processed[:] = 0
+        return {"passes": passes, "rows": rows, "groups": groups}
 
     def release(self, state: StateHandle) -> None:
         if state.released:
