@@ -1,0 +1,159 @@
+"""TopPush (li2014): time per iteration and in total vs m, and accuracy at the top vs RankSVM.
+
+    python bench/toppush.py [--max-rows 1000000] [--iters 10] [--max-iter 300] [--compare-rows 20000]
+
+Scaling: one global bipartite ranking (driver-style single block, LocalEngine) on two
+synthetic data sets — ``a9a-like`` (123 binary features, 14 non-zeros per row, ~24%
+positives, like LIBSVM's a9a) and ``dense`` (20 dense features, ~10% positives).  For each
+m it times ``--iters`` accelerated projected gradient iterations (``tol=0``, so every run
+does the same work; seconds per iteration include the backtracking passes) and a full run
+to li2014's stopping rule (relative dual change 1e-4) capped at ``--max-iter``, and prints
+the growth exponent of both in m (≈1 is linear).
+
+Comparison: on an a9a-like train/test split of ``--compare-rows`` rows each, TopPush,
+L1 RankSVM (BMRM, capped at 100 cutting planes) and L2 RankSVM (TRON) trained with the
+same normalised regularisation ``λ = 1e-3`` (converted to each solver's C through
+:mod:`sparkrank.conventions`); test positives-at-top, AUC and precision@k.
+
+The machine is shared, so times are noisy.  Writes bench/results/toppush.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import growth_exponent, table, write_result  # noqa: E402
+
+from sparkrank.conventions import c_from_lambda  # noqa: E402
+from sparkrank.data.block import RankingData  # noqa: E402
+from sparkrank.engines.local import LocalEngine  # noqa: E402
+from sparkrank.evaluation.metrics import evaluate_ranking  # noqa: E402
+from sparkrank.objectives.toppush import TopPushObjective  # noqa: E402
+from sparkrank.solvers.apg import apg  # noqa: E402
+from sparkrank.training import train  # noqa: E402
+
+LAMBDA = 1e-3
+#: precision@k cut-offs of the comparison (the test set has ~24% positives)
+PRECISION_KS = (100, 1000, 4000)
+
+
+def bipartite_data(kind: str, m: int, seed: int = 0) -> RankingData:
+    """One global ranking with a planted linear utility, labels 1 for its top fraction.
+
+    The planted weights depend on ``kind`` only, so different seeds give a train and a
+    test sample of the same problem.
+    """
+    rng = np.random.default_rng(seed)
+    planted = np.random.default_rng(12345)
+    if kind == "a9a-like":
+        n, nnz, pos_frac = 123, 14, 0.24
+        w_true = planted.normal(size=n)
+        cols = rng.integers(0, n, size=(m, nnz))  # with replacement; duplicates merge below (~13.3 nnz/row)
+        X = sp.csr_matrix((np.ones(m * nnz), cols.ravel(), np.arange(0, m * nnz + 1, nnz)), shape=(m, n))
+        X.sum_duplicates()
+        X.data[:] = 1.0
+    elif kind == "dense":
+        n, pos_frac = 20, 0.10
+        w_true = planted.normal(size=n)
+        X = sp.csr_matrix(rng.random((m, n)))
+    else:
+        raise ValueError(kind)
+    utility = X @ w_true
+    utility = utility + 0.5 * utility.std() * rng.normal(size=m)
+    labels = (utility > np.quantile(utility, 1.0 - pos_frac)).astype(np.float64)
+    return RankingData.from_arrays(X, labels)
+
+
+def toppush_c(data: RankingData) -> float:
+    # li2014's λ = 1/(C m) with m positives: C = 1/(λ m)
+    return 1.0 / (LAMBDA * float(np.sum(data.groups.labels > 0)))
+
+
+def scaling(kind: str, sizes: list[int], iters: int, max_iter: int) -> list[dict]:
+    rows = []
+    for m in sizes:
+        data = bipartite_data(kind, m, seed=1)
+        C = toppush_c(data)
+        # warm-up compiles the numba kernels outside the timings
+        apg(TopPushObjective(LocalEngine(data), C=C, scope="global"), tol=0.0, max_iter=2)
+        obj = TopPushObjective(LocalEngine(data), C=C, scope="global")
+        t = time.perf_counter()
+        fixed = apg(obj, tol=0.0, max_iter=iters)
+        per_iter = (time.perf_counter() - t) / fixed.iterations
+        passes = sum(1 + r["backtracks"] for r in fixed.history)
+        obj = TopPushObjective(LocalEngine(data), C=C, scope="global")
+        t = time.perf_counter()
+        full = apg(obj, tol=1e-4, max_iter=max_iter)
+        total = time.perf_counter() - t
+        row = {"data": kind, "m": m, "nnz": int(data.X.nnz), "positives": obj.n_positives,
+               "s_per_iter": per_iter, "s_per_pass": per_iter * fixed.iterations / passes,
+               "iterations": full.iterations, "converged": full.converged, "total_s": total,
+               "gap": full.history[-1]["gap"], "primal": full.objective}
+        rows.append(row)
+        print(table([row], list(row)).splitlines()[-1], flush=True)
+    return rows
+
+
+def compare(m: int, max_iter: int) -> list[dict]:
+    train_data = bipartite_data("a9a-like", m, seed=2)
+    test_data = bipartite_data("a9a-like", m, seed=3)
+    n_pairs = train_data.groups.n_pairs
+    runs = {
+        "toppush": dict(solver="toppush", C=toppush_c(train_data), max_iter=max_iter,
+                        solver_options={"scope": "global"}),
+        "bmrm (L1 RankSVM)": dict(solver="bmrm", C=c_from_lambda(LAMBDA, n_pairs), max_iter=100),
+        "tron (L2 RankSVM)": dict(solver="tron", C=c_from_lambda(LAMBDA, n_pairs)),
+    }
+    rows = []
+    for name, kw in runs.items():
+        t = time.perf_counter()
+        model = train(train_data, **kw)
+        seconds = time.perf_counter() - t
+        rep = evaluate_ranking(test_data.groups, model.predict(test_data), ks=PRECISION_KS)
+        row = {"solver": name, "train_s": seconds, "iterations": model.summary["iterations"],
+               "test_pos_at_top": rep["positives_at_top"], "test_auc": rep["auc"],
+               **{f"test_p@{k}": rep[f"precision@{k}"] for k in PRECISION_KS}}
+        rows.append(row)
+        print(table([row], list(row)).splitlines()[-1], flush=True)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--max-rows", type=int, default=1_000_000)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--max-iter", type=int, default=300)
+    ap.add_argument("--compare-rows", type=int, default=20_000)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    sizes = [m for m in (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000) if m <= args.max_rows]
+    result: dict = {"lambda": LAMBDA, "iters_timed": args.iters, "max_iter": args.max_iter, "scaling": {}}
+    for kind in ("a9a-like", "dense"):
+        print(f"\n== {kind}: one global ranking, time per iteration and to tol 1e-4 (cap {args.max_iter})")
+        rows = scaling(kind, sizes, args.iters, args.max_iter)
+        print(table(rows, list(rows[0])))
+        exp_iter = growth_exponent([r["m"] for r in rows], [r["s_per_iter"] for r in rows])
+        exp_total = growth_exponent([r["m"] for r in rows], [r["total_s"] for r in rows])
+        print(f"growth exponent in m: per iteration {exp_iter:.2f}, total {exp_total:.2f} (1 = linear)")
+        result["scaling"][kind] = {"rows": rows, "exponent_per_iter": exp_iter, "exponent_total": exp_total}
+    print(f"\n== accuracy at the top, a9a-like, {args.compare_rows} train / {args.compare_rows} test rows, λ = {LAMBDA}")
+    rows = compare(args.compare_rows, args.max_iter)
+    print(table(rows, list(rows[0])))
+    tp = rows[0]["test_pos_at_top"]
+    for r in rows[1:]:
+        print(f"positives at top, toppush / {r['solver']}: {tp / r['test_pos_at_top'] if r['test_pos_at_top'] else float('inf'):.2f}")
+    result["comparison"] = rows
+    print("wrote", write_result("toppush", result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
