@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .choices import check_choice
 from .engines.base import Engine, FeatureStatistics
 from .engines.scaled import ScaledEngine
 
@@ -37,9 +38,7 @@ KINDS = ("none", "minmax", "standard")
 
 def check_kind(kind: str) -> str:
     """``kind`` if it is a known standardization, else a ``ValueError`` naming the choices."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown standardization {kind!r}; choose one of {', '.join(KINDS)}")
-    return kind
+    return check_choice(kind, KINDS, "standardization")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..choices import check_choice
 from ..data.groups import QueryGroups
 from . import trees
 
@@ -276,9 +277,7 @@ def _all_pairs(scores, values, labels, offsets, margin, inclusive):
 
 def check_counting_method(method: str) -> str:
     """Validate a counting-method name (raises ``ValueError`` listing the choices)."""
-    if method not in COUNTING_METHODS:
-        raise ValueError(f"unknown counting method {method!r}; choose one of {', '.join(COUNTING_METHODS)}")
-    return method
+    return check_choice(method, COUNTING_METHODS, "counting method")
 
 
 def count_support_pairs(

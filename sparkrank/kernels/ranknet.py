@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..choices import check_choice
 from ..data.groups import QueryGroups
 from ..engines.base import KernelResult
 from .erfc_sum import (
@@ -187,9 +188,7 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
 
 
 def check_gradient_mode(gradient: str) -> str:
-    if gradient not in RANKNET_GRADIENTS:
-        raise ValueError(f"unknown RankNet gradient {gradient!r}; choose one of {', '.join(RANKNET_GRADIENTS)}")
-    return gradient
+    return check_choice(gradient, RANKNET_GRADIENTS, "RankNet gradient")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 from numba import njit
 
+from ..choices import check_choice
 from ..conventions import DEFAULT_POSITIVE_THRESHOLD
 from ..data.groups import QueryGroups
 from ..engines.base import KernelResult
@@ -43,9 +44,7 @@ PRIMAL_STATS = ("loss", "not_at_top")
 
 
 def check_scope(scope: str) -> str:
-    if scope not in SCOPES:
-        raise ValueError(f"unknown TopPush scope {scope!r}; use 'group' or 'global'")
-    return scope
+    return check_choice(scope, SCOPES, "TopPush scope")
 
 
 @dataclass(frozen=True)
