@@ -245,10 +245,17 @@ def _cmd_train(args) -> int:
     model.save(args.model)
     s = model.summary
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
-          f"objective {s['objective']:.6g}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; model written to {args.model}")
+          f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
+          f"model written to {args.model}")
     if args.report:
         _train_report(args, model)
     return 0
+
+
+def _objective_text(value: float) -> str:
+    if np.isnan(value):  # RankNCG's fast gradient never needs the O(pairs) exact value
+        return "not computed (ncg --gradient fast; add --monitor to compute it)"
+    return f"{value:.6g}"
 
 
 def _load_for_model(args, model):

@@ -34,7 +34,8 @@ class RankingModel:
     C : float
         LIBLINEAR-convention regularisation (see :mod:`sparkrank.conventions`).
     lam : float
-        The equivalent λ for the training data's pair count.
+        The same regularisation in the solver's paper's own λ form (BMRM's for tron/bmrm,
+        raykar2007's for ncg, li2014's for toppush; see :mod:`sparkrank.conventions`).
     tol : float
     counting : str
     options : dict

@@ -159,7 +159,7 @@ def train(
         weights=result.w,
         solver=solver,
         C=C,
-        lam=lambda_from_c(C, summary.n_pairs),
+        lam=float(getattr(objective, "lam", lambda_from_c(C, summary.n_pairs))),  # the solver's own λ
         tol=tol,
         counting=counting,
         options=options,
@@ -174,6 +174,7 @@ def train(
             "n_groups": summary.n_groups,
             "n_groups_without_pairs": summary.n_groups_without_pairs,
             "n_pairs": summary.n_pairs,
+            **(objective.facts() if hasattr(objective, "facts") else {}),
         },
     )
 
@@ -193,6 +194,10 @@ class _WithEngineProgress:
 
     def progress(self, w: np.ndarray) -> dict:
         return {**self._objective.progress(w), **self._engine.progress()}
+
+    def engine_progress(self) -> dict:
+        """Only the engine's work (for solvers whose objective progress would cost a pass)."""
+        return self._engine.progress()
 
 
 def training_objective_value(model: RankingModel, engine: Engine) -> float:

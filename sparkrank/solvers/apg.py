@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .result import IterationCallback, SolverResult
+from .result import IterationCallback, SolverResult, engine_progress_text
 
 log = logging.getLogger("sparkrank.apg")
 
@@ -128,12 +128,14 @@ def apg(
             "iter": it, "dual_objective": current.value, "primal_at_search_point": trial.primal_y,
             "gap": gap, "L": L, "backtracks": backtracks, "restart": increased,
             "positives_not_at_top": trial.not_at_top_y, "seconds": time.perf_counter() - t0,
+            **(objective.engine_progress() if hasattr(objective, "engine_progress") else {}),
         }
         history.append(record)
         if callback is not None:
             callback(it, current.w, record)
-        log.info("iter %3d  F %.6e  P(y) %.6e  gap %.3e  L %.3e  bt %d  not-top %d  %.2fs",
-                 it, current.value, trial.primal_y, gap, L, backtracks, trial.not_at_top_y, record["seconds"])
+        log.info("iter %3d  F %.6e  P(y) %.6e  gap %.3e  L %.3e  bt %d  not-top %d%s  %.2fs",
+                 it, current.value, trial.primal_y, gap, L, backtracks, trial.not_at_top_y,
+                 engine_progress_text(record), record["seconds"])
         if trial.dist2 == 0.0:
             converged, message = True, "projected gradient step is zero (stationary point)"
             break

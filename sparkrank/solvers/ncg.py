@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import IterationCallback, SolverResult
+from .result import IterationCallback, SolverResult, engine_progress_text
 
 log = logging.getLogger("sparkrank.ncg")
 
@@ -173,8 +173,9 @@ def ncg(
         history.append(record)
         if callback is not None:
             callback(it, w, record)
-        log.info("iter %3d  f %.6e  |g| %.3e  step %.3e  ls %2d  beta %.3f%s  %.2fs",
-                 it, f, gnorm, alpha, ls.evals, beta, "  restart" if restarted else "", record["seconds"])
+        log.info("iter %3d  f %.6e  |g| %.3e  step %.3e  ls %2d  beta %.3f%s%s  %.2fs",
+                 it, f, gnorm, alpha, ls.evals, beta, "  restart" if restarted else "",
+                 engine_progress_text(record), record["seconds"])
         if gnorm <= tol * gnorm0:
             converged = True
             break
