@@ -256,13 +256,16 @@ def _expansion_evaluate(A, B, qk, tree, centres, h, r_y, y):
 
 
 @njit(cache=True, nogil=True)
-def _fast_sum(targets, sources, weights, p, h, r_x, r_y):
-    centres, cid = _build_clusters(sources, r_x)
+def _empty_expansions(points, r_x, p):
+    """Clusters of ``points`` and zeroed per-cluster state: series ``A, B``, weights ``Q_k``, prefix tree."""
+    centres, cid = _build_clusters(points, r_x)
     k = centres.shape[0]
-    A = np.zeros((k, p))
-    B = np.zeros((k, p))
-    qk = np.zeros(k)
-    tree = np.zeros(k + 1)
+    return centres, cid, np.zeros((k, p)), np.zeros((k, p)), np.zeros(k), np.zeros(k + 1)
+
+
+@njit(cache=True, nogil=True)
+def _fast_sum(targets, sources, weights, p, h, r_x, r_y):
+    centres, cid, A, B, qk, tree = _empty_expansions(sources, r_x, p)
     factors = _series_factors(p, h)
     for i in range(sources.shape[0]):
         _expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], sources[i], weights[i])

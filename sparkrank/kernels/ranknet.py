@@ -53,7 +53,7 @@ from ..choices import check_choice
 from ..data.groups import QueryGroups
 from ..engines.base import KernelResult
 from .erfc_sum import (
-    _build_clusters,
+    _empty_expansions,
     _expansion_evaluate,
     _expansion_insert,
     _series_factors,
@@ -153,12 +153,7 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
             r = label_rank[lo + i]
             order[fill[r]] = i
             fill[r] += 1
-        centres, cid = _build_clusters(z, r_x)
-        kc = centres.shape[0]
-        A = np.zeros((kc, p))
-        B = np.zeros((kc, p))
-        qk = np.zeros(kc)
-        tree = np.zeros(kc + 1)
+        centres, cid, A, B, qk, tree = _empty_expansions(z, r_x, p)
         # upward sweep: -½ Σ_{l below} erfc(z_k - z_l)
         for lev in range(s_levels):
             if lev > 0:
