@@ -213,9 +213,9 @@ class Engine(ABC):
         """
         return {}
 
+    @abstractmethod
     def feature_statistics(self) -> FeatureStatistics:
         """Per-feature count, mean, variance, min and max of the training rows (one pass)."""
-        raise NotImplementedError(f"{type(self).__name__} does not compute feature statistics")
 
     def close(self) -> None:
         """Release resources (cached data, sessions)."""
