@@ -428,6 +428,7 @@ def _cmd_tune(args) -> int:
         result = tune(train_data, valid=valid_data, **opts)
     else:
         engine_options = dict(placement=args.placement, num_partitions=args.partitions,
+                              drop_invalid_rows=args.drop_invalid_rows,
                               dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth)
 
         def source(a):

@@ -57,6 +57,7 @@ from .data.block import DataError, RankingData
 from .data.groups import QueryGroups
 from .engines.base import Engine
 from .engines.local import LocalEngine
+from .evaluation.evaluate import fit_length, model_weights_for
 from .evaluation.kernel import MetricsKernel
 from .kernels.counting import DEFAULT_COUNTING
 from .model import RankingModel, _json_default
@@ -139,12 +140,12 @@ class SparkSource:
                            features_col=self.features_col, n_features=n_features, **self.engine_options)
 
     def fold_column(self, k: int, seed: int):
-        """The fold number of each row: ``pmod(xxhash64(qid, seed), k)`` (whole groups)."""
-        from pyspark.sql import functions as F
+        """The fold number of each row, a seeded hash of its group id (whole groups)."""
+        from .ml.folds import group_fold_column
 
         if not self.qid_col or self.qid_col not in self.df.columns:
             raise DataError("group-wise k-fold needs a query-id column; this DataFrame has none (one global ranking)")
-        return F.pmod(F.xxhash64(F.col(self.qid_col), F.lit(int(seed))), F.lit(int(k)))
+        return group_fold_column(self.qid_col, k, seed)
 
     def split(self, k: int, fold: int, seed: int) -> tuple["SparkSource", "SparkSource"]:
         """``(training part, held-out part)`` of fold ``fold``."""
@@ -165,7 +166,8 @@ def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
     rows = np.repeat(offsets[group_index] - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
     groups = QueryGroups.from_offsets(data.labels[rows], new_offsets)
     qids = None if data.qids is None else data.qids[group_index]
-    return RankingData(data.X[rows], groups, qids, data.row_order[rows])
+    # the subset's own input order: the rank of each kept row's original position
+    return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
 
 
 def group_folds(n_groups: int, k: int, seed: int = 0) -> np.ndarray:
@@ -466,7 +468,7 @@ def tune(
             prev = fold_sum.get(j, np.zeros(0))
             w = model.weights
             n = max(prev.shape[0], w.shape[0])  # Spark folds may see different largest indices
-            fold_sum[j] = _fit_width(prev, n) + _fit_width(w, n)
+            fold_sum[j] = fit_length(prev, n) + fit_length(w, n)
 
     # feature widths of training and held-out parts may differ (the largest index seen in
     # each); weights are padded or cut to the held-out width, unseen features score 0
@@ -509,7 +511,7 @@ def tune(
         with _Opened(train_data) as tr:
             # the mean fold solution is a close start: every fold saw most of the data
             w_sum = fold_sum.get(grid.index(best.C))
-            w0 = None if w_sum is None else _fit_width(w_sum / k, tr.summary.n_features)
+            w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
             model = train(tr, C=best.C, w0=w0, **common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
                         time.perf_counter() - t0, seed, held_out)
@@ -528,13 +530,6 @@ def _sizes(engine: Engine) -> dict[str, int]:
     return {"n_rows": s.n_rows, "n_groups": s.n_groups, "n_pairs": s.n_pairs}
 
 
-def _fit_width(w: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n)
-    k = min(n, w.shape[0])
-    out[:k] = w[:k]
-    return out
-
-
 def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metric: str, cold_start: bool,
           common: dict, label: str, sink) -> list[dict]:
     """Train along the ascending grid on ``tr`` (warm starts unless ``cold_start``), score on ``va``.
@@ -548,10 +543,8 @@ def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metr
     for j, C in enumerate(grid):
         model = train(tr, C=C, w0=None if cold_start else w, **common)
         w = model.weights
-        # a model may score through a reparametrisation (feature standardization); its raw
-        # weights rank every query the same way (scores differ by a constant)
-        raw = getattr(model, "raw_weights", w)
-        metrics = kernel.finish(va.run(_fit_width(raw, va.summary.n_features), kernel).stats)
+        # a standardized model's raw weights rank every query the same way
+        metrics = kernel.finish(va.run(model_weights_for(model, va.summary.n_features), kernel).stats)
         s = model.summary
         log.info("%sC %d/%d = %g (log2 %.2f): %d iterations, %.2fs, objective %.6e, validation %s %.5f",
                  label, j + 1, n, C, math.log2(C), s["iterations"], s["seconds"], s["objective"], metric,

@@ -150,8 +150,11 @@ def train(
         w0 = np.asarray(w0, dtype=np.float64)
         if w0.shape != (summary.n_features,):
             raise ValueError(f"initial weights have shape {w0.shape}, expected ({summary.n_features},)")
-    result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                      callback=callback)
+    try:
+        result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
+                          callback=callback)
+    finally:
+        objective.close()  # engines shared by several fits (tune, fitMultiple) keep no state
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
              solver, result.iterations, result.message, result.objective, result.seconds)
     return RankingModel(
@@ -159,7 +162,7 @@ def train(
         weights=result.w,
         solver=solver,
         C=C,
-        lam=float(getattr(objective, "lam", lambda_from_c(C, summary.n_pairs))),  # the solver's own λ
+        lam=float(objective.lam if hasattr(objective, "lam") else lambda_from_c(C, summary.n_pairs)),
         tol=tol,
         counting=counting,
         options=options,
@@ -195,6 +198,9 @@ class _WithEngineProgress:
     def progress(self, w: np.ndarray) -> dict:
         return {**self._objective.progress(w), **self._engine.progress()}
 
+    def close(self) -> None:
+        self._objective.close()
+
     def engine_progress(self) -> dict:
         """Only the engine's work (for solvers whose objective progress would cost a pass)."""
         return self._engine.progress()
@@ -209,4 +215,8 @@ def training_objective_value(model: RankingModel, engine: Engine) -> float:
     if model.standardization is not None:  # the weights act on scaled columns
         engine = ScaledEngine(engine, fit_length(model.standardization.scale, n, fill=1.0))
     w = fit_length(model.weights, n)
-    return make_objective(engine, model.solver, model.C, model.counting, **model.options).value(w)
+    objective = make_objective(engine, model.solver, model.C, model.counting, **model.options)
+    try:
+        return objective.value(w)
+    finally:
+        objective.close()

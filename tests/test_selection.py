@@ -132,14 +132,13 @@ def test_group_folds_keep_groups_whole_and_cover_each_group_once():
     for tr, va in folds:
         assert set(tr.qids) | set(va.qids) == set(data.qids) and not set(tr.qids) & set(va.qids)
         for part in (tr, va):
-            # every group has all its input rows: same rows (by input position) as the original
+            # every group has all its input rows (the same feature rows as in the input), and the
+            # part's own input order is a valid permutation of its rows
+            assert sorted(part.row_order.tolist()) == list(range(part.n_rows))
             for g, q in enumerate(part.qids):
-                rows = part.row_order[part.groups.offsets[g]:part.groups.offsets[g + 1]]
-                assert sorted(rows) == sorted(np.flatnonzero(qid == q))
-                np.testing.assert_array_equal(part.X[part.groups.offsets[g]:part.groups.offsets[g + 1]].toarray(),
-                                              X[rows])
-                np.testing.assert_array_equal(part.groups.labels[part.groups.offsets[g]:part.groups.offsets[g + 1]],
-                                              y[rows])
+                rows = slice(part.groups.offsets[g], part.groups.offsets[g + 1])
+                np.testing.assert_array_equal(part.X[rows].toarray(), X[qid == q])  # input order within a group
+                np.testing.assert_array_equal(part.groups.labels[rows], y[qid == q])
 
 
 def test_take_groups_reorders_whole_groups(split):

@@ -106,3 +106,43 @@ def test_one_log_line_per_iteration(caplog):
     lines = [r for r in caplog.records if r.name == "sparkrank.tron"]
     assert len(lines) == len(model.summary["history"]) >= 1
     assert "|g|" in lines[0].getMessage()
+
+
+class _StateCountingEngine(LocalEngine):
+    """Counts kernel states kept and released."""
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.kept = self.released = 0
+
+    def run(self, vector, kernel, *, state=None, keep_state=False):
+        self.kept += bool(keep_state)
+        return super().run(vector, kernel, state=state, keep_state=keep_state)
+
+    def release(self, state):
+        self.released += not state.released
+        super().release(state)
+
+
+@pytest.mark.parametrize("solver", ["tron", "ncg", "toppush"])
+def test_train_releases_every_kept_state(solver):
+    from sparkrank.datasets import make_ranking_data
+
+    data, _ = make_ranking_data(400, 5, rows_per_group=20, n_levels=3, seed=2)
+    engine = _StateCountingEngine(data)
+    for C in (0.1, 1.0):  # an engine shared by several fits, as tune and fitMultiple do
+        train(engine, solver=solver, C=C, max_iter=20)
+    assert engine.released == engine.kept
+    if solver != "ncg":  # TRON keeps sorted scores for Hv, TopPush its dual iterates; NCG keeps none
+        assert engine.kept > 0
+
+
+def test_take_groups_keeps_a_valid_input_order():
+    from sparkrank.datasets import make_ranking_data
+    from sparkrank.selection import take_groups
+
+    data, _ = make_ranking_data(300, 4, rows_per_group=20, seed=1)
+    part = take_groups(data, np.array([3, 0, 5]))
+    assert sorted(part.row_order.tolist()) == list(range(part.n_rows))
+    scores = part.to_input_order(np.arange(part.n_rows, dtype=float))
+    assert scores.shape == (part.n_rows,)

@@ -1,4 +1,5 @@
-"""Sparse products ``X·v`` and ``Xᵀ·c`` that read float32 or float64 CSR without copies.
+"""The sparse product ``X·v`` reading float32 or float64 CSR without copies (``Xᵀ·c`` is in
+:mod:`sparkrank.engines.exact_sum`, accumulated as double-doubles).
 
 scipy upcasts a float32 matrix times a float64 vector by copying the matrix (SPARK-NOTES:
 432 ms vs 142 ms); these kernels read the stored dtype and accumulate in float64, so the
@@ -24,22 +25,6 @@ def _csr_dot(indptr, indices, data, v):
     return out
 
 
-@njit(cache=True, nogil=True)
-def _csr_tdot(indptr, indices, data, c, n):
-    out = np.zeros(n, dtype=np.float64)
-    for i in range(indptr.shape[0] - 1):
-        ci = c[i]
-        if ci != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
-                out[indices[k]] += data[k] * ci
-    return out
-
-
 def csr_dot(X: sp.csr_matrix, v: np.ndarray) -> np.ndarray:
     """``X v`` in float64."""
     return _csr_dot(X.indptr, X.indices, X.data, np.ascontiguousarray(v, dtype=np.float64))
-
-
-def csr_tdot(X: sp.csr_matrix, c: np.ndarray) -> np.ndarray:
-    """``Xᵀ c`` in float64."""
-    return _csr_tdot(X.indptr, X.indices, X.data, np.ascontiguousarray(c, dtype=np.float64), X.shape[1])

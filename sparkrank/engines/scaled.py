@@ -53,6 +53,9 @@ class ScaledEngine(Engine):
     def release(self, state: StateHandle) -> None:
         self.inner.release(state)
 
+    def progress(self) -> dict[str, int]:
+        return self.inner.progress()
+
     def feature_statistics(self) -> FeatureStatistics:
         s = self.inner.feature_statistics()
         d = self.scale

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_POSITIVE_THRESHOLD, DEFAULT_ZERO_IDCG
+from ..data.block import DataError
 from ..engines.base import Engine
 from .kernel import MetricsKernel
 from .metrics import DEFAULT_KS
+
+log = logging.getLogger("sparkrank")
 
 
 def fit_length(v: np.ndarray, n_features: int, fill: float = 0.0) -> np.ndarray:
@@ -47,10 +52,17 @@ def evaluate_model(
     """
     from ..training import training_objective_value
 
-    kernel = MetricsKernel(tuple(ks), discount, zero_idcg, model.counting)
+    # positives (positives at the top, precision@k) as the model was trained, e.g. TopPush's threshold
+    threshold = float(model.options.get("threshold", DEFAULT_POSITIVE_THRESHOLD))
+    kernel = MetricsKernel(tuple(ks), discount, zero_idcg, model.counting, threshold)
     w = model_weights_for(model, engine.summary.n_features)
     result = kernel.finish(engine.run(w, kernel).stats)
-    result["objective"] = training_objective_value(model, engine) if engine.summary.n_pairs else float("nan")
+    result["objective"] = float("nan")
+    if engine.summary.n_pairs:
+        try:
+            result["objective"] = training_objective_value(model, engine)
+        except (DataError, ValueError) as exc:  # e.g. TopPush without both classes in any group
+            log.warning("objective of the %s model not evaluated on this data: %s", model.solver, exc)
     result["solver"] = model.solver
     result["C"] = model.C
     return result

@@ -71,7 +71,12 @@ class CheckpointWriter:
             return
         path = checkpoint_path(self.directory, iteration)
         fs, p = _fs(self.spark, path)
-        if fs.exists(p):  # left by an earlier fit into the same directory
+        if not self.written:
+            # an earlier fit's checkpoints (already read if this fit resumes from one) would
+            # outrank this fit's by iteration number: the directory holds one fit at a time
+            for _, old in _complete_checkpoints(self.spark, self.directory):
+                fs.delete(self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(old), True)
+        if fs.exists(p):  # an incomplete write left by an earlier fit
             fs.delete(p, True)
         line = json.dumps({**self.meta, "iteration": int(iteration), "record": _plain(record),
                            "weights": [float(v) for v in w]})

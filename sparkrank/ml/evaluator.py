@@ -13,6 +13,7 @@ from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
+from .params import _choice
 
 _METRIC = re.compile(r"^(ndcg(@[1-9][0-9]*)?|meanNDCG|pairwiseAccuracy|auc)$")
 _GROUP = "__sparkrank_group"
@@ -23,16 +24,6 @@ def _metric_name(value):
     if not _METRIC.match(value):
         raise ValueError(f"metricName must be ndcg, ndcg@K (K >= 1), meanNDCG, pairwiseAccuracy or auc; got {value!r}")
     return value
-
-
-def _choice(name, choices):
-    def convert(value):
-        value = TypeConverters.toString(value)
-        if value not in choices:
-            raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-        return value
-
-    return convert
 
 
 def _positive_int(value):

@@ -32,6 +32,14 @@ def _group_hash(groupCol: str, seed: int):
     return F.xxhash64(F.lit(int(seed)), F.col(groupCol))
 
 
+def group_fold_column(groupCol: str, numFolds: int, seed: int = 0):
+    """The fold in ``[0, numFolds)`` of each row, a seeded hash of its group id (the one fold rule
+    shared by :func:`with_group_folds` and ``sparkrank tune``)."""
+    from pyspark.sql import functions as F
+
+    return F.pmod(_group_hash(groupCol, seed), F.lit(int(numFolds)))
+
+
 def with_group_folds(df, groupCol: str = "qid", numFolds: int = 3, seed: int = 0, foldCol: str = "fold"):
     """``df`` plus an integer ``foldCol`` in ``[0, numFolds)`` that is equal for all rows of a group.
 
@@ -54,14 +62,12 @@ def with_group_folds(df, groupCol: str = "qid", numFolds: int = 3, seed: int = 0
     -------
     DataFrame
     """
-    from pyspark.sql import functions as F
-
     _check_group(df, groupCol)
     if int(numFolds) < 2:
         raise ValueError(f"numFolds must be at least 2; got {numFolds}")
     if foldCol in df.columns:
         raise ValueError(f"the data already has a column {foldCol!r}; choose another foldCol")
-    return df.withColumn(foldCol, F.pmod(_group_hash(groupCol, seed), F.lit(int(numFolds))).cast("int"))
+    return df.withColumn(foldCol, group_fold_column(groupCol, numFolds, seed).cast("int"))
 
 
 def group_train_validation_split(df, groupCol: str = "qid", trainRatio: float = 0.75, seed: int = 0):

@@ -40,6 +40,14 @@ class Objective(ABC):
         """Extra per-iteration facts for the log line (e.g. violated pairs)."""
         return {}
 
+    #: Evaluated points with engine-kept state (objectives that keep some set it).
+    _cache: "PointCache | None" = None
+
+    def close(self) -> None:
+        """Release the engine-kept state of every cached point (the objective stays usable)."""
+        if self._cache is not None:
+            self._cache.clear()
+
 
 class RegularizedRisk(Objective):
     """``J(w) = λ‖w‖² + R(w)``: what BMRM needs (airola2011 eq. (2))."""

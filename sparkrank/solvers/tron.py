@@ -126,7 +126,7 @@ def tron(
             "seconds": time.perf_counter() - t0, **objective.progress(w),
         }
         history.append(record)
-        if callback is not None:
+        if callback is not None and accepted:  # a rejected step leaves w (and the iteration) as they were
             callback(record["iter"], w, record)
         log.info(
             "iter %3d  f %.6e  |g| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s%s  %.2fs",
