@@ -370,6 +370,8 @@ def test_bad_params_give_clear_errors(spark, df):
         LinearRanker(featuresCol="x").fit(df)
     with pytest.raises(ValueError, match="resumeFromCheckpoint needs checkpointDir"):
         LinearRanker(resumeFromCheckpoint=True).fit(df)
+    with pytest.raises(ValueError, match="'toppush' cannot start from given weights"):
+        LinearRanker(solver="toppush", initialWeights=[0.0, 1.0]).fit(df)
     with pytest.raises(ValueError, match="metricName must be"):
         RankingEvaluator(metricName="ndcg@0")
     with pytest.raises(DataError, match="no predictionCol column 'prediction'"):

@@ -116,6 +116,21 @@ def test_invalid_rows_are_dropped_and_counted_on_request(spark, tmp_path, caplog
     assert rel(model.weights, train(good, solver="tron", C=0.1).weights) <= 1e-8
 
 
+def test_too_few_features_is_an_error_and_leaves_no_blocks(spark, synthetic):
+    import os
+
+    from sparkrank.spark.blocks import store_root
+
+    data, path = synthetic
+    def stored():  # every file below the block store root
+        return {os.path.join(d, f) for d, _, files in os.walk(store_root()) for f in files}
+
+    before = stored()
+    with pytest.raises(DataError, match=f"feature index {data.n_features - 1} but n_features=3"):
+        SparkEngine(spark.read.parquet(path), num_partitions=2, n_features=3)
+    assert stored() <= before
+
+
 def test_nan_feature_is_an_error_naming_row_and_column(spark, tmp_path):
     table = pa.table({"label": [1.0, 2.0], "qid": [1, 1],
                       "indices": [[0, 3], [1]], "values": [[1.0, float("nan")], [2.0]]})

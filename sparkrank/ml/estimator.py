@@ -215,7 +215,13 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     def _start_weights(self, spark) -> np.ndarray | None:
         w0 = self._maybe(self.initialWeights)
         directory = self._maybe(self.checkpointDir)
-        if self.getOrDefault(self.resumeFromCheckpoint):
+        resume = self.getOrDefault(self.resumeFromCheckpoint)
+        from ..training import solver_spec
+
+        if (w0 is not None or resume) and not solver_spec(self.getSolver()).warm_start:
+            raise ValueError(f"solver {self.getSolver()!r} cannot start from given weights "
+                             "(initialWeights / resumeFromCheckpoint)")
+        if resume:
             if not directory:
                 raise ValueError("resumeFromCheckpoint needs checkpointDir")
             found = latest_checkpoint(spark, directory)

@@ -155,6 +155,7 @@ class SparkEngine(Engine):
         self._refs_rdd.count()
         width = max((r.width for r in refs), default=0)
         if self._requested_features is not None and width > self._requested_features:
+            self.close()  # the blocks were built: delete them and drop the cached references
             raise DataError(f"data has feature index {width - 1} but n_features={self._requested_features}")
         self.n_features = self._requested_features or width
         self.row_start: dict[int, int] = {}
