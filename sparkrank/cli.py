@@ -107,7 +107,8 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparkrank",
-        description="Exact linear learning-to-rank (RankSVM by TRON or BMRM) without materialising pairs.",
+        description="Exact linear learning-to-rank without materialising pairs: L2- and L1-loss RankSVM "
+                    "(TRON, BMRM), RankNCG and TopPush, in-process or on Spark.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

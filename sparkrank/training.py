@@ -103,12 +103,13 @@ def train(
     ----------
     data : RankingData or Engine
         Training rows (wrapped in a :class:`LocalEngine`) or an engine.
-    solver : {"tron", "bmrm"}
+    solver : {"tron", "bmrm", "ncg", "toppush"}
         ``tron``: L2-loss RankSVM by trust-region Newton; ``bmrm``: L1-loss RankSVM by
-        cutting planes.
+        cutting planes; ``ncg``: log-sigmoid pairwise likelihood (RankNCG) by nonlinear CG;
+        ``toppush``: accuracy at the top (TopPush) by accelerated projected gradient.
     C, lam : float, optional
-        Regularisation, LIBLINEAR ``C`` (default 1) or BMRM ``λ``; converted with
-        :mod:`sparkrank.conventions`.
+        Regularisation, LIBLINEAR ``C`` (default 1) for every solver, or BMRM ``λ`` (RankSVM
+        solvers only); converted with :mod:`sparkrank.conventions`.
     tol : float, optional
         Stopping tolerance (default: the solver's). TRON: relative gradient norm; BMRM:
         absolute gap.
