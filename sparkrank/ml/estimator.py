@@ -15,7 +15,6 @@ from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..data.block import DataError
 from .checkpoint import CheckpointWriter, latest_checkpoint
 from .model import LinearRankerModel
 from .params import LinearRankerParams
@@ -37,7 +36,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     labelCol : str, default "label"
         Real-valued relevance.
     groupCol : str, default "qid"
-        Query/group id column; ``""`` makes all rows one global ranking.  ``qidCol`` is an alias.
+        Query/group id column, which must exist; several columns comma-separated
+        (``"user_id,session_id"``) form one id; ``""`` makes all rows one global ranking.
+        ``qidCol`` is an alias.
     predictionCol : str, default "prediction"
         The score column the model adds.
     solver : str, default "tron"
@@ -185,20 +186,23 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         C, lam = self._maybe(self.C), self._maybe(self.regParam)
         if C is not None and lam is not None:
             raise ValueError("set either C (LIBLINEAR) or regParam (BMRM λ), not both")
-        group = self.getGroupCol()
-        if group and group not in dataset.columns:
-            raise DataError(f"no group column {group!r}; columns are {', '.join(dataset.columns)} "
-                            "(set groupCol='' to rank all rows as one global ranking)")
+        # every named column must exist (label, group, features), before any Spark job
+        self._columns().check(dataset.columns, "LinearRanker: ")
         return self._start_weights(dataset.sparkSession)
 
-    def _engine(self, dataset, w0: np.ndarray | None):
-        from ..spark.engine import SparkEngine
+    def _columns(self):
+        from ..io.sources import ColumnSpec
 
-        return SparkEngine(
-            dataset, label_col=self.getLabelCol(), qid_col=self.getGroupCol() or None,
-            features_col=self.getFeaturesCol(), placement=self.getOrDefault(self.kernelPlacement),
-            num_partitions=self._maybe(self.numPartitions), aggregation_depth=self.getOrDefault(self.aggregationDepth),
-            n_features=None if w0 is None else len(w0),
+        return ColumnSpec(self.getLabelCol(), ColumnSpec.parse_group(self.getGroupCol()), self.getFeaturesCol())
+
+    def _engine(self, dataset, w0: np.ndarray | None):
+        from ..engines.registry import make_engine
+        from ..io.sources import FrameSource
+
+        return make_engine(
+            FrameSource(dataset, self._columns()), "spark", spark=dataset.sparkSession,
+            placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
+            aggregation_depth=self.getOrDefault(self.aggregationDepth), n_features=None if w0 is None else len(w0),
         )
 
     def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:

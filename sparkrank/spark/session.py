@@ -6,7 +6,8 @@ import os
 import sys
 
 
-def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None):
+def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None,
+                log_level: str = "WARN"):
     """Return the active SparkSession or create one.
 
     Under ``spark-submit`` the master and resources come from the command line; otherwise
@@ -20,6 +21,11 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     app_name : str
     conf : dict, optional
         Extra Spark settings (``spark.driver.memory`` only works before the JVM starts).
+    log_level : str
+        Spark's log level.  ``WARN`` (default) is quiet from the JVM's first line: an embedded
+        driver starts with ``log4j2-quiet.properties`` (no start-up INFO lines), and
+        ``spark.log.level`` applies it as the context starts under spark-submit; any other
+        level keeps Spark's own log4j profile.
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -45,6 +51,10 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
         "spark.pyspark.driver.python": sys.executable,
     }
+    defaults["spark.log.level"] = log_level.upper()
+    if log_level.upper() in ("WARN", "ERROR", "FATAL", "OFF"):
+        quiet = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
     if is_local:
         defaults["spark.driver.host"] = "127.0.0.1"
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
@@ -54,5 +64,5 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level.upper())
     return spark
