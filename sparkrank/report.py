@@ -42,8 +42,9 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | Path) -> str:
-    """Write the PNG to a local path or any Hadoop URI (atomically); returns the path."""
+def _save(fig, path: str | Path) -> Path | str:
+    """Write the PNG to a local path or any Hadoop URI (atomically); returns the path (a
+    ``Path`` when local)."""
     import io
 
     import matplotlib.pyplot as plt
@@ -59,7 +60,7 @@ def _save(fig, path: str | Path) -> str:
     fs = filesystem(path)
     fs.mkdirs(U.parent(path))
     fs.write_bytes(path, buffer.getvalue())
-    return path
+    return path if U.has_scheme(path) else Path(path)
 
 
 # ----------------------------------------------------------------------------- convergence
