@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from . import __version__
-from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from .data.block import DataError
 from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model JSON")
     _add_input(p, "rows to score")
     p.add_argument("--output", required=True, metavar="URI", help="where to write the scores")
-    p.add_argument("--prediction-col", default="prediction", help="name of the score column (default prediction)")
+    p.add_argument("--prediction-col", default=PREDICTION_COL,
+                   help=f"name of the score column (default {PREDICTION_COL})")
     p.add_argument("--keep-cols", nargs="+", metavar="COL",
                    help="Spark: input columns to copy beside the group id and the score (default: every "
                         "column except the features)")
@@ -465,8 +466,8 @@ def _write_per_query(args, inputs: "_Inputs", source, model, opts: dict, as_csv:
         df, cols = source.dataframe(inputs.spark)
         if cols.qid is None:
             raise DataError(f"{source.name} has no qid: tokens; --per-query needs a group id")
-        scored = predict_dataframe(df, model, features_col=cols.features, score_col="prediction")
-        per = per_query_metrics(scored, label_col=cols.label, qid_col=cols.qid, score_col="prediction", **opts)
+        scored = predict_dataframe(df, model, features_col=cols.features, score_col=PREDICTION_COL)
+        per = per_query_metrics(scored, label_col=cols.label, qid_col=cols.qid, score_col=PREDICTION_COL, **opts)
         if as_csv:  # one row per query, gathered to write one CSV file
             rows = [r for r in per.orderBy(cols.qid).collect()]
             write_csv(args.per_query, per.columns, [list(r) for r in rows], inputs.spark)
@@ -623,7 +624,6 @@ def _c_grid(args):
 
 
 def _cmd_tune(args) -> int:
-    from .io.fs import filesystem
     from .io.outputs import check_output_file
     from .selection import SparkSource, tune
 

@@ -152,7 +152,7 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
         return "spark", (f"input is {size / 2**20:.0f} MB on disk, ~{expanded / 2**30:.1f} GB in memory, "
                          f"more than {LOCAL_MEMORY_FRACTION:.0%} of the {budget / LOCAL_MEMORY_FRACTION / 2**30:.1f} "
                          "GB available")
-    return "local", (f"input is local, {size / 2**20:.1f} MB on disk (~{expanded / 2**20:.0f} MB in memory) fits "
+    return "local", (f"input is local, {size / 2**20:.1f} MB on disk (~{expanded / 2**20:.1f} MB in memory) fits "
                      "in memory")
 
 
