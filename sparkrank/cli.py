@@ -52,7 +52,7 @@ Regularisation: -C is LIBLINEAR's C in ½‖w‖² + C·Σ_pairs loss; --lambda 
 Engines (--engine auto, the default): Spark when --master is given, under spark-submit,
 when an input is a URI with a scheme (a data lake), when --where needs Spark SQL, or when
 the input would not fit in memory; otherwise in-process.  The first log line says which
-and why.  -v also shows Spark's INFO log.
+and why.  Spark logs warnings only (no start-up chatter) unless -v.
 """
 
 INPUT_HELP = """\
@@ -68,7 +68,9 @@ one ranking.  A named column that does not exist is an error that lists the colu
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging, and Spark's INFO log")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="debug logging, and Spark's log level INFO (default: Spark warnings only, from the "
+                        "JVM's first line)")
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
 
 
@@ -244,8 +246,8 @@ def _setup_logging(args) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S",
                         stream=sys.stderr)
-    if not args.verbose:  # py4j's INFO chatter (connections opened/closed) would drown the per-iteration lines
-        logging.getLogger("py4j").setLevel(logging.WARNING)
+    # py4j's INFO/DEBUG chatter (every gateway message) would drown the per-iteration lines
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 class _Inputs:
