@@ -6,6 +6,11 @@ import os
 import sys
 
 
+#: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
+
+
 def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None,
                 log_level: str = "WARN"):
     """Return the active SparkSession or create one.
@@ -52,9 +57,8 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         "spark.pyspark.driver.python": sys.executable,
     }
     defaults["spark.log.level"] = log_level.upper()
-    if log_level.upper() in ("WARN", "ERROR", "FATAL", "OFF"):
-        quiet = os.path.join(os.path.dirname(__file__), "log4j2-quiet.properties")
-        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{quiet}"
+    if log_level.upper() in QUIET_LEVELS:
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
     if is_local:
         defaults["spark.driver.host"] = "127.0.0.1"
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
@@ -66,3 +70,4 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level.upper())
     return spark
+
