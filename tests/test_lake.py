@@ -92,10 +92,13 @@ def test_tune_and_linear_ranker_read_uris(spark, tmp_path, sample_parquet):
                  "--C-grid", "0.5", "1", "--output-json", out, "--model", f"lake://{tmp_path}/best.json",
                  "--partitions", "2", "-q"]) == 0
     assert load_tune_result(out)["best_C"] in (0.5, 1.0)
-    df, cols = open_source(f"lake://{sample_parquet}", spark=spark).dataframe(spark)
-    fitted = LinearRanker(C=1.0, numPartitions=2).fit(df)
-    local = RankingModel.load(f"lake://{tmp_path}/best.json")
-    assert fitted.numFeatures == 25 and local.n_features == 25
+    assert RankingModel.load(f"lake://{tmp_path}/best.json").n_features == 25
+    reference = tmp_path / "ref.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(reference), "-q"]) == 0
+    for uri in (f"lake://{sample_parquet}", f"file://{sample_parquet.parent}", f"file://{sample_path('train')}"):
+        df, cols = open_source(uri, spark=spark).dataframe(spark)
+        fitted = LinearRanker(C=1.0, numPartitions=2, featuresCol=cols.features).fit(df)
+        np.testing.assert_allclose(fitted.weights, _weights(reference), rtol=1e-9, atol=1e-12)
 
 
 def _lake(tmp_path):

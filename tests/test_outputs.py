@@ -140,6 +140,36 @@ def test_interrupted_model_write_leaves_the_old_model(spark, tmp_path, monkeypat
     assert RankingModel.load(uri).C == 1.0
 
 
+def test_concurrent_readers_never_see_a_partial_model(tmp_path):
+    import threading
+
+    path = str(tmp_path / "m.json")
+    models = [RankingModel(np.full(n, float(n)), "tron", float(n), 0.5, 1e-3) for n in (3, 3000, 30)]
+    models[0].save(path)
+    stop = threading.Event()
+    seen, errors = set(), []
+
+    def read():
+        while not stop.is_set():
+            try:
+                m = RankingModel.load(path)
+            except ValueError as exc:  # a torn or empty file would fail to parse
+                errors.append(exc)
+                return
+            assert np.all(m.weights == m.C) and m.n_features == int(m.C)
+            seen.add(m.n_features)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for t in readers:
+        t.start()
+    for i in range(60):
+        models[i % 3].save(path)
+    stop.set()
+    for t in readers:
+        t.join()
+    assert errors == [] and seen <= {3, 3000, 30} and seen
+
+
 def test_weights_npy_only_beside_the_model(tmp_path):
     model = RankingModel(np.arange(3.0), "tron", 1.0, 0.5, 1e-3)
     path = tmp_path / "m.json"
