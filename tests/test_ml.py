@@ -80,6 +80,9 @@ def test_fit_save_load_transform_gives_identical_scores(spark, df, local_data, f
     summary = model.summary
     assert summary.totalIterations == len(summary.objectiveHistory) > 0
     assert summary.numPairs == local_data.groups.n_pairs and summary.converged
+    text = repr(summary)
+    assert "\n" not in text and text.startswith("LinearRankerSummary(totalIterations=")
+    assert f"numPairs={summary.numPairs}" in text and len(text) < 300
 
     scored = model.transform(df)
     assert scored.columns == df.columns + ["prediction"]  # every input column kept
