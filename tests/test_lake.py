@@ -159,3 +159,25 @@ def test_multi_column_group_id_on_both_engines(spark, tmp_path):
     # the model remembers its feature columns: evaluate needs no --feature-cols
     assert main(["evaluate", "--engine", "local", "--model", str(tmp_path / "l.json"), "--input", str(path),
                  "--qid-col", "user,session", "-q"]) == 0
+
+
+def test_several_inputs_and_globs_and_missing_uris(spark, tmp_path, capsys):
+    _lake_ok(spark)
+    root, two_days = _lake(tmp_path)
+    one_file = tmp_path / "one.json"
+    assert main(["train", "--engine", "local", "--input", str(two_days), "--model", str(one_file), "-q"]) == 0
+    several = tmp_path / "several.json"
+    assert main(["train", "--engine", "local", "--input", str(root / "day=2026-11-02"), str(root / "day=2026-11-03"),
+                 "--model", str(several), "-q"]) == 0
+    globbed = tmp_path / "glob.json"
+    assert main(["train", "--input", f"lake://{root}/day=2026-11-0[23]", "--model", str(globbed),
+                 "--partitions", "2", "-q"]) == 0
+    np.testing.assert_array_equal(_weights(several), _weights(one_file))
+    np.testing.assert_allclose(_weights(globbed), _weights(one_file), rtol=1e-9, atol=1e-12)
+    capsys.readouterr()
+    assert main(["train", "--input", f"lake://{root}/nothing", "--model", str(tmp_path / "x.json")]) == 2
+    assert f"input lake://{root}/nothing does not exist" in capsys.readouterr().err
+    empty = root / "day=2026-11-09"
+    empty.mkdir()
+    assert main(["train", "--input", f"lake://{empty}", "--model", str(tmp_path / "x.json")]) == 2
+    assert f"input lake://{empty} is an empty directory" in capsys.readouterr().err

@@ -186,9 +186,7 @@ class Source:
         from ..data.svmlight import parse_svmlight_bytes, read_svmlight
 
         group = self.columns.group
-        if group not in ((), ("qid",)):
-            raise DataError(f"{self.name}: SVMlight data keeps its group id in qid: tokens; --qid-col "
-                            f"{','.join(group)!r} does not apply (use the default, or '' to ignore the qids)")
+        _check_svmlight_group(group, f"{self.name}: ")
         parts = []
         for entry in self.files:
             path = self._local_path(entry.path)
@@ -223,9 +221,7 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     names = df.columns
     check = columns
     if svmlight:
-        if columns.group not in ((), ("qid",)):
-            raise DataError(f"{where}SVMlight data keeps its group id in qid: tokens; --qid-col "
-                            f"{','.join(columns.group)!r} does not apply (use the default, or '' to ignore the qids)")
+        _check_svmlight_group(columns.group, where)
         if "qid" not in names:
             check = replace(columns, group=())
     check.check(names, where)
@@ -241,6 +237,13 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
             F.to_json(F.struct(*[p.alias(g) for p, g in zip(parts, check.group)])))
         df = df.withColumn(check.group_name, combined)
     return df
+
+
+def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
+    """SVMlight's group id is its ``qid:`` tokens: only the default or no group applies."""
+    if group not in ((), ("qid",)):
+        raise DataError(f"{where}SVMlight data keeps its group id in qid: tokens; --qid-col {','.join(group)!r} "
+                        "does not apply (use the default, or '' to ignore the qids)")
 
 
 def _spark_filter(df, text: str, where: str):
