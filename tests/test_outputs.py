@@ -239,3 +239,17 @@ def test_engine_auto_rule(tmp_path, small, monkeypatch):
     monkeypatch.setattr("sparkrank.engines.registry._available_memory", lambda: 1000.0)
     assert choose_engine("auto", [str(small)])[0] == "spark"
     assert choose_engine("local", ["s3a://bucket/x"]) == ("local", "--engine local")
+
+
+def test_file_uris_without_a_session_use_the_local_disk(tmp_path):
+    from sparkrank.io.fs import FileUriFileSystem
+
+    fs = FileUriFileSystem()
+    uri = f"file://{tmp_path}/d/m.json"
+    fs.mkdirs(f"file://{tmp_path}/d")
+    fs.write_text(uri, "{}")
+    assert fs.read_text(uri) == "{}" and (tmp_path / "d" / "m.json").read_text() == "{}"
+    assert [e.path for e in fs.list_files(f"file://{tmp_path}/d")] == [uri]
+    assert fs.glob(f"file://{tmp_path}/d/*.json") == [uri]
+    with pytest.raises(OSError, match="with a host"):
+        fs.exists("file://otherhost/x")

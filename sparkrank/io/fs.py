@@ -268,22 +268,72 @@ class HadoopFileSystem(FileSystem):
             raise OSError(f"cannot create the directory {path}")
 
 
+class FileUriFileSystem(LocalFileSystem):
+    """``file:`` URIs when no Spark session runs (the local engine): this machine's disk,
+    without starting a JVM just to write a model file; listings keep the URI form."""
+
+    @staticmethod
+    def _p(uri: str) -> str:
+        path = U.local_path(uri)
+        if path is None:
+            raise OSError(f"{uri}: a file: URI with a host is not on this machine")
+        return path
+
+    def exists(self, path):
+        return super().exists(self._p(path))
+
+    def is_dir(self, path):
+        return super().is_dir(self._p(path))
+
+    def size(self, path):
+        return super().size(self._p(path))
+
+    def children(self, path):
+        base = path.rstrip("/")
+        return [(base + "/" + U.basename(p), d, s) for p, d, s in super().children(self._p(path))]
+
+    def glob(self, pattern):
+        return ["file://" + p for p in super().glob(self._p(pattern))]
+
+    def read_bytes(self, path, limit=None):
+        return super().read_bytes(self._p(path), limit)
+
+    def _write_new(self, path, data):
+        super()._write_new(self._p(path), data)
+
+    def _replace(self, source, target):
+        super()._replace(self._p(source), self._p(target))
+
+    def delete(self, path, recursive=False):
+        super().delete(self._p(path), recursive)
+
+    def mkdirs(self, path):
+        super().mkdirs(self._p(path))
+
+
 LOCAL = LocalFileSystem()
 
 
 def filesystem(path: str, spark=None) -> FileSystem:
-    """The file system that serves ``path``: local for scheme-less paths, else Hadoop's
-    (through ``spark``, the active session, or a new one)."""
+    """The file system that serves ``path``: local for scheme-less paths; Hadoop's for URIs
+    (through ``spark``, the active session, or a new one), except ``file:`` URIs while no
+    session runs, which are this machine's disk anyway (:class:`FileUriFileSystem`)."""
     if not U.has_scheme(path):
         return LOCAL
+    if spark is None and U.scheme(path) == "file" and _active_session() is None:
+        return FileUriFileSystem()
     return HadoopFileSystem(spark if spark is not None else active_or_new_session())
+
+
+def _active_session():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
 
 
 def active_or_new_session():
     """The running SparkSession, or an embedded one (quiet, see :mod:`sparkrank.spark.session`)."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
+    active = _active_session()
     if active is not None:
         return active
     from ..spark.session import get_session

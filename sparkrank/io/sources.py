@@ -35,7 +35,7 @@ import numpy as np
 from ..data.block import DataError, RankingData
 from . import uri as U
 from .formats import FORMATS, decompressed, format_by_magic, format_by_suffix, get_format
-from .fs import FileEntry, FileSystem, HadoopFileSystem, LOCAL
+from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
 
 log = logging.getLogger("sparkrank")
 
@@ -371,39 +371,10 @@ def _fs_for(uri: str, spark) -> FileSystem:
     if not U.has_scheme(uri):
         return LOCAL
     if spark is None and U.scheme(uri) == "file":
-        return _FileUriFileSystem()
+        return FileUriFileSystem()
     from .fs import active_or_new_session
 
     return HadoopFileSystem(spark if spark is not None else active_or_new_session())
-
-
-class _FileUriFileSystem(type(LOCAL)):
-    """``file:`` URIs on the local engine: this machine's disk, keeping URIs in the listing."""
-
-    def _p(self, uri: str) -> str:
-        path = U.local_path(uri)
-        if path is None:
-            raise ValueError(f"{uri}: a file: URI with a host is not on this machine")
-        return path
-
-    def exists(self, path):
-        return super().exists(self._p(path))
-
-    def is_dir(self, path):
-        return super().is_dir(self._p(path))
-
-    def size(self, path):
-        return super().size(self._p(path))
-
-    def children(self, path):
-        base = path.rstrip("/")
-        return [(base + "/" + U.basename(p), d, s) for p, d, s in super().children(self._p(path))]
-
-    def glob(self, pattern):
-        return ["file://" + p for p in super().glob(self._p(pattern))]
-
-    def read_bytes(self, path, limit=None):
-        return super().read_bytes(self._p(path), limit)
 
 
 def _detect(fs: FileSystem, uri: str, requested: str) -> tuple[list[FileEntry], str]:
