@@ -118,18 +118,6 @@ class Source:
         """The URIs, for messages."""
         return ", ".join(self.uris)
 
-    @property
-    def size_bytes(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def is_local(self) -> bool:
-        """Every URI is a path on this machine (no scheme, ``sample:``)."""
-        return not any(U.has_scheme(u) for u in self.uris)
-
-    def with_uris(self, uris: Sequence[str], **changes) -> "Source":
-        return replace(self, uris=tuple(uris), **changes)
-
     # -- Spark ------------------------------------------------------------------------------
     def dataframe(self, spark):
         """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.spark.engine.SparkEngine`."""

@@ -70,4 +70,3 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level.upper())
     return spark
-
