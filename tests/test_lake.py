@@ -8,6 +8,7 @@ open it, so a command that works on ``lake:`` URIs went through Hadoop.
 from __future__ import annotations
 
 import builtins
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -59,12 +60,17 @@ def test_cli_reads_and_writes_hadoop_uris_without_python_open(spark, tmp_path, s
     scores_uri = f"lake://{lake_dir}/scores"
     assert main(["predict", "--model", model_uri, "--input", f"lake://{lake_dir}/pq", "--output", scores_uri,
                  "--rank", "-q"]) == 0
+    assert main(["evaluate", "--model", model_uri, "--input", f"lake://{lake_dir}/pq", "--per-query",
+                 f"lake://{lake_dir}/per_query.csv", "--output-json", f"lake://{lake_dir}/metrics.json", "-q"]) == 0
     monkeypatch.setattr(builtins, "open", real_open)
     assert opened == []  # neither the input, the model nor the scores went through Python's open()
     np.testing.assert_allclose(_weights(model_uri), _weights(reference), rtol=1e-9, atol=1e-12)
     scores = spark.read.parquet(scores_uri)
     assert {"qid", "prediction", "rank"} <= set(scores.columns) and scores.count() == 3041
     assert (lake_dir / "models" / "m.json").exists()  # the lake: scheme is the local disk underneath
+    per_query = (lake_dir / "per_query.csv").read_text().splitlines()
+    assert per_query[0].startswith('"qid","rows"') and len(per_query) == 1 + 79
+    assert 0.8 < json.loads((lake_dir / "metrics.json").read_text())["pairwise_accuracy"] <= 1.0
 
 
 @pytest.mark.parametrize("form", ["parquet-dir", "parquet-file", "svmlight"])
