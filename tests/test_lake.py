@@ -187,3 +187,21 @@ def test_several_inputs_and_globs_and_missing_uris(spark, tmp_path, capsys):
     empty.mkdir()
     assert main(["train", "--input", f"lake://{empty}", "--model", str(tmp_path / "x.json")]) == 2
     assert f"input lake://{empty} is an empty directory" in capsys.readouterr().err
+
+
+def test_multi_column_group_in_pyspark_ml(spark, tmp_path):
+    from sparkrank.ml import LinearRanker, RankingEvaluator
+
+    data, _ = make_ranking_data(200, 4, rows_per_group=20, seed=5)
+    qid = np.repeat(data.qids, data.groups.group_sizes)
+    X = data.X.toarray()
+    rows = [(float(y), int(q // 2), str(q % 2), [float(v) for v in x]) for y, q, x in zip(data.labels, qid, X)]
+    df = spark.createDataFrame(rows, "label double, user long, session string, features array<double>")
+    by_two = LinearRanker(groupCol="user,session", numPartitions=2).fit(df)
+    one = spark.createDataFrame([(y, int(q), f) for (y, _, _, f), q in zip(rows, qid)],
+                                "label double, qid long, features array<double>")
+    by_one = LinearRanker(numPartitions=2).fit(one)
+    np.testing.assert_allclose(by_two.weights, by_one.weights, rtol=1e-9, atol=1e-12)
+    a = RankingEvaluator(groupCol="user,session", metricName="ndcg@5").evaluate(by_two.transform(df))
+    b = RankingEvaluator(metricName="ndcg@5").evaluate(by_one.transform(one))
+    assert a == pytest.approx(b, abs=1e-12)

@@ -217,14 +217,23 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
         df = df.withColumn(FEATURES_FROM_COLUMNS,
                            F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]))
     if len(check.group) > 1:
-        parts = [F.col(f"`{g}`") for g in check.group]
-        any_null = parts[0].isNull()
-        for p in parts[1:]:
-            any_null = any_null | p.isNull()
-        combined = F.when(any_null, F.lit(None).cast("string")).otherwise(
-            F.to_json(F.struct(*[p.alias(g) for p, g in zip(parts, check.group)])))
-        df = df.withColumn(check.group_name, combined)
+        df = df.withColumn(check.group_name, group_expression(check.group))
     return df
+
+
+def group_expression(group: Sequence[str]):
+    """The Spark column of a group id: the column itself, or for several columns the JSON
+    text of their values (null when any part is null; see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    parts = [F.col(f"`{g}`") for g in group]
+    if len(parts) == 1:
+        return parts[0]
+    any_null = parts[0].isNull()
+    for p in parts[1:]:
+        any_null = any_null | p.isNull()
+    return F.when(any_null, F.lit(None).cast("string")).otherwise(
+        F.to_json(F.struct(*[p.alias(g) for p, g in zip(parts, group)])))
 
 
 def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
