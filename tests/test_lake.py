@@ -205,3 +205,25 @@ def test_multi_column_group_in_pyspark_ml(spark, tmp_path):
     a = RankingEvaluator(groupCol="user,session", metricName="ndcg@5").evaluate(by_two.transform(df))
     b = RankingEvaluator(metricName="ndcg@5").evaluate(by_one.transform(one))
     assert a == pytest.approx(b, abs=1e-12)
+
+
+def test_csv_with_named_columns_on_both_engines(spark, tmp_path, capsys):
+    data, _ = make_ranking_data(240, 3, rows_per_group=20, seed=11)
+    qid = np.repeat(data.qids, data.groups.group_sizes)
+    X = data.X.toarray()
+    path = tmp_path / "rows.csv"
+    lines = ["label,qid,f1,f2,f3"] + [",".join([repr(float(y)), str(q), *(repr(float(v)) for v in x)])
+             for y, q, x in zip(data.labels, qid, X)]
+    path.write_text("\n".join(lines) + "\n")
+    write_parquet(tmp_path / "same.parquet", data)
+    reference = tmp_path / "ref.json"
+    assert main(["train", "--engine", "local", "--input", str(tmp_path / "same.parquet"), "--model", str(reference),
+                 "-q"]) == 0
+    for engine in ("local", "spark"):
+        out = tmp_path / f"{engine}.json"
+        assert main(["train", "--engine", engine, "--input", str(path), "--feature-cols", "f1", "f2", "f3",
+                     "--model", str(out), "-q"]) == 0
+        np.testing.assert_allclose(_weights(out), _weights(reference), rtol=1e-9, atol=1e-12)
+    capsys.readouterr()
+    assert main(["train", "--engine", "local", "--input", str(path), "--model", str(tmp_path / "x.json")]) == 2
+    assert "no feature column" in capsys.readouterr().err
