@@ -53,9 +53,12 @@ def _sum_dd(x):
     return hi, lo
 
 
-def csr_tdot_dd(X, c: np.ndarray) -> DoubleDouble:
-    """``Xᵀ c`` as a double-double ``(hi, lo)``."""
-    return _csr_tdot_dd(X.indptr, X.indices, X.data, np.ascontiguousarray(c, dtype=np.float64), X.shape[1])
+def csr_tdot_dd(X, c: np.ndarray, rows: tuple[int, int] | None = None) -> DoubleDouble:
+    """``Xᵀ c`` as a double-double ``(hi, lo)``; with ``rows = (a, b)`` only rows ``a:b`` of ``X``
+    and ``c`` (``c`` has all rows)."""
+    a, b = (0, X.shape[0]) if rows is None else rows
+    c = np.ascontiguousarray(c[a:b], dtype=np.float64)
+    return _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1])
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:

@@ -1,19 +1,36 @@
-"""The in-process engine: one block, numpy/numba products, kernel on the whole data."""
+"""The in-process engine: one block, numba products and kernels on all cores.
+
+Rows are cut into chunks of about equal non-zeros for ``X·v`` / ``Xᵀ·c``, and groups into
+chunks of about equal rows for the score-space kernel (a group never splits), all run on
+a thread pool (:mod:`sparkrank.engines.threads` says why the result does not depend on
+the number of threads).
+"""
 
 from __future__ import annotations
+
+from functools import reduce
 
 import numpy as np
 
 from ..data.block import RankingData
-from .base import DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
-from .exact_sum import csr_tdot_dd, dd_round
+from .base import DataSummary, Engine, FeatureStatistics, KernelResult, PassResult, ScoreKernel, StateHandle
+from .exact_sum import csr_tdot_dd, dd_add, dd_round
 from .linalg import csr_dot
+from .threads import ThreadRunner, balanced_cuts, check_threads
 
 
 class LocalEngine(Engine):
-    """Runs every pass in this process over one :class:`RankingData` block."""
+    """Runs every pass in this process over one :class:`RankingData` block.
 
-    def __init__(self, data: RankingData):
+    Parameters
+    ----------
+    data : RankingData
+    threads : int, optional
+        Threads for the products and the kernel (default: every core this process may use).
+        The model is the same bit for bit for any value.
+    """
+
+    def __init__(self, data: RankingData, threads: int | None = None):
         self.data = data
         g = data.groups
         self._summary = DataSummary(
@@ -23,6 +40,13 @@ class LocalEngine(Engine):
             n_pairs=g.n_pairs,
             n_groups_without_pairs=g.n_groups_without_pairs,
         )
+        self.threads = check_threads(threads)
+        self._runner = ThreadRunner(self.threads)
+        row_cuts = balanced_cuts(data.X.indptr, self.threads)
+        self._row_chunks = list(zip(row_cuts[:-1].tolist(), row_cuts[1:].tolist()))
+        group_cuts = balanced_cuts(g.offsets, self.threads)
+        self._group_chunks = [g.slice(a, b) for a, b in zip(group_cuts[:-1], group_cuts[1:])]
+        self._group_rows = [(int(g.offsets[a]), int(g.offsets[b])) for a, b in zip(group_cuts[:-1], group_cuts[1:])]
 
     @property
     def summary(self) -> DataSummary:
@@ -31,12 +55,25 @@ class LocalEngine(Engine):
     def run(self, vector, kernel: ScoreKernel, *, state=None, keep_state=False) -> PassResult:
         if state is not None and state.released:
             raise RuntimeError("kernel state was already released")
-        scores = csr_dot(self.data.X, vector)
-        result = kernel(self.data.groups, scores, None if state is None else state.payload)
-        # sums rounded once from double-doubles, as the Spark engine does over its blocks
-        gradient = None if result.coef is None else dd_round(csr_tdot_dd(self.data.X, result.coef))
-        handle = StateHandle(result.state) if keep_state else None
-        return PassResult(dd_round(result.stats_dd()), gradient, handle)
+        X = self.data.X
+        v = np.ascontiguousarray(vector, dtype=np.float64)
+        scores = np.concatenate(self._runner.map(lambda rows: csr_dot(X, v, rows), self._row_chunks))
+        whole = getattr(kernel, "spans_groups", False)  # optional ScoreKernel attribute
+        chunks, rows = ([self.data.groups], [(0, self.data.n_rows)]) if whole else (self._group_chunks,
+                                                                                   self._group_rows)
+        states = [None] * len(chunks) if state is None else state.payload
+        results: list[KernelResult] = self._runner.map(
+            lambda groups, span, st: kernel(groups, scores[span[0]: span[1]], st), chunks, rows, states)
+        gradient = None
+        if results[0].coef is not None:
+            coef = np.concatenate([r.coef for r in results])
+            # sums rounded once from double-doubles merged in chunk order, as the Spark engine
+            # does over its blocks: the same float64 result for any chunking
+            parts = self._runner.map(lambda rows: csr_tdot_dd(X, coef, rows), self._row_chunks)
+            gradient = dd_round(reduce(dd_add, parts))
+        stats = dd_round(reduce(dd_add, [r.stats_dd() for r in results]))
+        handle = StateHandle([r.state for r in results]) if keep_state else None
+        return PassResult(stats, gradient, handle)
 
     def release(self, state: StateHandle) -> None:
         state.payload = None
@@ -45,3 +82,6 @@ class LocalEngine(Engine):
     def feature_statistics(self) -> FeatureStatistics:
         X = self.data.X
         return FeatureStatistics.from_csr(X.indptr, X.indices, X.data, X.shape[0], X.shape[1])
+
+    def close(self) -> None:
+        self._runner.close()
