@@ -76,6 +76,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scope", choices=("group", "global"), default=None,
                    help="toppush: push each query's positives above its own top negative (group, default) "
                         "or above the top negative of one global ranking")
+    g.add_argument("--no-precondition", dest="precondition", action="store_const", const=False, default=None,
+                   help="tron, ncg: plain CG and the Euclidean stopping rule instead of the diagonal "
+                        "preconditioner and its units-free rule (default on; see README, Conditioning)")
 
 
 def _solver_options(args) -> dict:
@@ -89,6 +92,10 @@ def _solver_options(args) -> dict:
         if args.solver != solver:
             raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
         options[name] = value
+    if args.precondition is False:
+        if args.solver not in ("tron", "ncg"):
+            raise ValueError(f"--no-precondition is an option of --solver tron or ncg, not {args.solver}")
+        options["precondition"] = False
     return options
 
 
@@ -128,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
     p.add_argument("--tol", type=float, default=None,
-                   help="tron, ncg: relative gradient norm (default 1e-3); bmrm: absolute gap (default 1e-3); "
-                        "toppush: relative objective change (default 1e-4)")
+                   help="tron, ncg: relative gradient norm (default 1e-4); bmrm: absolute gap (default 1e-3); "
+                        "toppush: certified relative duality gap (default 1e-3)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")

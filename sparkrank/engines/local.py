@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.block import RankingData
-from .base import DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
+from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
 from .exact_sum import csr_tdot_dd, dd_round
 from .linalg import csr_dot
 
@@ -41,6 +41,11 @@ class LocalEngine(Engine):
     def release(self, state: StateHandle) -> None:
         state.payload = None
         state.released = True
+
+    def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
+        result = kernel(self.data.groups, csr_dot(self.data.X, vector), None)
+        first, second = (dd_round(csr_tdot_dd(self.data.X, result.coef, power)) for power in (1, 2))
+        return ColumnMoments(dd_round(result.stats_dd()), first, second)
 
     def feature_statistics(self) -> FeatureStatistics:
         X = self.data.X
