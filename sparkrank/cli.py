@@ -300,6 +300,7 @@ def _cmd_evaluate(args) -> int:
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
     with _make_engine(args, model.n_features) as engine:
         result = evaluate_model(model, engine, **opts)
+    _print_convergence(args, model)
     print(json.dumps(result, indent=1))
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(result, indent=1))
@@ -317,6 +318,13 @@ def _cmd_evaluate(args) -> int:
         data = _load_for_model(args, model)
         _write_per_query(args.per_query, data.qids, per_group_metrics(data.groups, model.predict(data), **opts))
     return 0
+
+
+def _print_convergence(args, model) -> None:
+    from .model import convergence_report
+
+    line, warn = convergence_report(model)
+    print(f"sparkrank {args.command}: {'warning: ' if warn else ''}{line}", file=sys.stderr)
 
 
 def _write_per_query(path: str, qids, per: dict) -> None:
@@ -491,6 +499,8 @@ def _cmd_report(args) -> int:
         raise ValueError("--input is for the score distribution and needs --model")
     out = Path(args.output_dir)
     models = [(Path(m).stem, RankingModel.load(m)) for m in args.model]
+    for _, model in models:
+        _print_convergence(args, model)
     paths = []
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:
