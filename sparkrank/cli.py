@@ -269,7 +269,7 @@ def _objective_text(value: float) -> str:
 def _load_for_model(args, model):
     data = _load(args)
     if data.n_features > model.n_features:
-        raise DataError(f"{args.input} has {data.n_features} feature columns but the model has {model.n_features}")
+        raise DataError(f"{args.input} has {data.n_features} feature columns but the model {model.source} has {model.n_features}")
     return data.with_features(model.n_features)
 
 

@@ -81,9 +81,7 @@ class RankingModel:
 
     def check_width(self, n_columns: int) -> None:
         """A ``DataError`` naming the model when data has more feature columns than it has weights."""
-        if n_columns > self.n_features:
-            raise DataError(f"the data has {n_columns} feature columns but the model {self.source} has only "
-                            f"{self.n_features} weights (it never saw the features beyond)")
+        check_model_width(n_columns, self.n_features, self.source)
 
     @property
     def n_features(self) -> int:
@@ -206,6 +204,17 @@ class RankingModel:
             summary=d.get("summary", {}),
             created=d.get("created", ""),
         )
+
+
+def check_model_width(n_columns: int, n_weights: int, source: str) -> None:
+    """A ``DataError`` naming the model ``source`` when data has more feature columns than weights.
+
+    Fewer columns are fine (absent trailing features are zeros).  Plain arguments, so a
+    Spark task can check without shipping the model.
+    """
+    if n_columns > n_weights:
+        raise DataError(f"the data has {n_columns} feature columns but the model {source} has only "
+                        f"{n_weights} weights (it never saw the features beyond)")
 
 
 def _weight_vector(value: Any, source: str, key: str) -> np.ndarray:

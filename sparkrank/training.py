@@ -167,10 +167,15 @@ def train(
     engine, standardizer = standardized_engine(engine, standardization)
     objective = _WithEngineProgress(make_objective(engine, solver, C, counting, **options), engine)
     try:
-        result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                          callback=callback, **run_options)
-    except NonFiniteError as exc:
-        raise DataError(f"{solver} cannot start: {exc}; {feature_magnitude_diagnosis(engine)}") from exc
+        # overflow is detected and reported (NonFiniteError), not warned about on the way
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
+                              callback=callback, **run_options)
+    except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
+        diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
+        if not diagnosis:
+            raise
+        raise DataError(f"{solver} failed: {exc}; {diagnosis}") from exc
     finally:
         objective.close()  # engines shared by several fits (tune, fitMultiple) keep no state
     if result.iterations == 0 and not result.converged:
@@ -219,7 +224,8 @@ def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False) -> s
     --standardization or rescale"``.  Features are numbered from 1 as in SVMlight files.
     With ``only_extreme``, ``""`` when every magnitude is unremarkable.
     """
-    stats = engine.feature_statistics()
+    with np.errstate(over="ignore", invalid="ignore"):
+        stats = engine.feature_statistics()
     magnitude = np.maximum(np.abs(stats.min), np.abs(stats.max))
     magnitude[np.isnan(magnitude)] = 0.0
     if magnitude.size == 0:

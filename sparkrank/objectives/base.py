@@ -19,6 +19,13 @@ import numpy as np
 from ..engines.base import Engine, StateHandle
 
 
+class NonFiniteError(ValueError):
+    """A value, gradient, Hessian estimate or step is NaN or infinite where a solver needs a number.
+
+    Raised by objectives and solvers; the training driver adds which feature overflows.
+    """
+
+
 class Objective(ABC):
     """A differentiable (or subdifferentiable) function of the weights."""
 
@@ -95,6 +102,10 @@ def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: flo
     a difference lost to rounding (a feature constant up to ulps) counts as 0.
     """
     moments = engine.column_moments(np.asarray(w, dtype=np.float64), kernel)
+    bad = np.flatnonzero(~(np.isfinite(moments.second) & np.isfinite(moments.first)))
+    if bad.size:
+        raise NonFiniteError(f"the Hessian diagonal overflows: Σ a·x² of feature {int(bad[0]) + 1} is "
+                             f"{float(moments.second[bad[0]]):.3g}")
     total = float(moments.stats[0])
     if not total > 0:
         return np.ones(moments.first.shape[0])

@@ -131,14 +131,14 @@ def apg(
             passes += 1
             if not math.isfinite(trial.value_y):
                 objective.release(trial.candidate)
-                raise NonFiniteError(f"the dual objective at the search point of iteration {it} is {trial.value_y!r}")
+                raise NonFiniteError(f"the dual objective at the search point of iteration {it} is {float(trial.value_y):.3g}")
             if trial.sufficient_decrease(L) or passes >= max_iter:
                 break
             objective.release(trial.candidate)
             backtracks += 1
             if backtracks > MAX_BACKTRACKS:
                 raise NonFiniteError(f"backtracking did not find a Lipschitz estimate (L = {L:.3e}, dual value "
-                                     f"{trial.candidate.value!r}): the step overflows")
+                                     f"{float(trial.candidate.value):.3g}): the step overflows")
             L *= BACKTRACK_FACTOR
         if not trial.sufficient_decrease(L):  # out of passes in the middle of backtracking
             objective.release(trial.candidate)

@@ -106,7 +106,7 @@ def bmrm(
         a = objective.risk_subgradient(w)
         j = lam * float(w @ w) + risk
         if not (np.isfinite(j) and np.all(np.isfinite(a))):
-            raise NonFiniteError(f"the objective or its subgradient at iteration {t} is not finite (J = {j!r})")
+            raise NonFiniteError(f"the objective or its subgradient at iteration {t} is not finite (J = {float(j):.3g})")
         if j < j_best:
             w_best, j_best = w, j
         gap = j_best - lower

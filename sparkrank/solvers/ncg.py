@@ -92,6 +92,15 @@ class _LineSearch:
         return lo, w_lo, g_lo
 
 
+def _first_step(d: np.ndarray, slope: float, P: np.ndarray | None) -> float:
+    """First trial step along ``d``: the minimiser of the diagonal model ``½sᵀPs + gᵀs``
+    (1 for ``d = −P⁻¹g``, whatever the units), or a unit-length step without ``P``."""
+    curvature = float(d @ (P * d)) if P is not None else 0.0
+    if curvature > 0 and math.isfinite(curvature):
+        return -slope / curvature
+    return 1.0 / max(stable_norm(d), 1e-300)
+
+
 def ncg(
     objective: Objective,
     w0: np.ndarray | None = None,
@@ -165,18 +174,21 @@ def ncg(
         restarted = False
         if not slope < 0:  # not a descent direction: (preconditioned) steepest descent
             d, slope, restarted = -z, -float(g @ z), True
+        if not slope < 0:  # gᵀP⁻¹g is 0 or NaN although ‖g‖ > 0: the products underflow
+            message = f"the gradient's squared norm is {-slope!r} in float64 (underflow); no step possible"
+            break
         # initial step: the previous step's first-order change (Nocedal & Wright eq. (3.60))
         if alpha_prev:
             alpha0 = alpha_prev * slope_prev / slope
         else:
-            alpha0 = 1.0 / max(stable_norm(d), 1e-300)
+            alpha0 = _first_step(d, slope, P if precondition else None)
         ls = _LineSearch(objective, w, d, slope, eta, max_line_search)
         alpha, w_new, g_new = ls.run(alpha0)
         if g_new is None and not restarted and trials < max_iter:
             trials += 1  # the steepest-descent retry is a trial of its own
             d, slope, restarted = -z, -float(g @ z), True
             ls2 = _LineSearch(objective, w, d, slope, eta, max_line_search)
-            alpha, w_new, g_new = ls2.run(1.0 / max(stable_norm(d), 1e-300))
+            alpha, w_new, g_new = ls2.run(_first_step(d, slope, P if precondition else None))
             ls.evals += ls2.evals
         if g_new is None:
             message = "line search found no descent (gradient too inexact for the tolerance?)"

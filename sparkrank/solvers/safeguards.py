@@ -16,8 +16,9 @@ import math
 import numpy as np
 
 
-class NonFiniteError(ValueError):
-    """A value, gradient or step of the objective is NaN or infinite where a solver needs a number."""
+from ..objectives.base import NonFiniteError
+
+__all__ = ["NonFiniteError", "require_finite_start", "stable_norm", "start_point", "zero_gradient_message"]
 
 
 def stable_norm(v: np.ndarray, metric: np.ndarray | None = None) -> float:
@@ -44,7 +45,7 @@ def start_point(w0: np.ndarray | None, n_features: int) -> np.ndarray:
     w = np.array(w0, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(w))
     if bad.size:
-        raise ValueError(f"initial weights are not finite: weight {int(bad[0])} is {w[bad[0]]!r} "
+        raise ValueError(f"initial weights are not finite: weight {int(bad[0])} is {float(w[bad[0]])} "
                          f"({bad.size} non-finite of {w.size})")
     return w
 
@@ -52,12 +53,12 @@ def start_point(w0: np.ndarray | None, n_features: int) -> np.ndarray:
 def require_finite_start(value: float | None, gradient: np.ndarray | None) -> None:
     """Raise :class:`NonFiniteError` when the objective or its gradient at the start is not finite."""
     if value is not None and not math.isfinite(value):
-        raise NonFiniteError(f"the objective at the starting point is {value!r}")
+        raise NonFiniteError(f"the objective at the starting point is {float(value)}")
     if gradient is not None:
         bad = np.flatnonzero(~np.isfinite(gradient))
         if bad.size:
             raise NonFiniteError(f"the gradient at the starting point is not finite "
-                                 f"(component {int(bad[0])} is {gradient[bad[0]]!r}; {bad.size} non-finite)")
+                                 f"(component {int(bad[0])} is {float(gradient[bad[0]])}; {bad.size} non-finite)")
 
 
 def zero_gradient_message(what: str = "the gradient at w = 0") -> str:
