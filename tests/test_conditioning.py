@@ -24,7 +24,9 @@ from sparkrank.training import train, training_objective_value
 def rescaled(data, seed: int = 0):
     """``data`` with column k multiplied by a random factor in [1e-3, 1e4] (log-uniform)."""
     factors = 10.0 ** np.random.default_rng(seed).uniform(-3.0, 4.0, data.n_features)
-    return dataclasses.replace(data, X=(data.X @ sp.diags(factors)).tocsr())
+    X = (data.X @ sp.diags(factors)).tocsr()
+    X.sort_indices()  # as every reader gives them
+    return dataclasses.replace(data, X=X)
 
 
 @pytest.fixture(scope="module")
