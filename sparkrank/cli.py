@@ -298,7 +298,11 @@ def _cmd_evaluate(args) -> int:
 
     model = RankingModel.load(args.model)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
-    with _make_engine(args, model.n_features) as engine:
+    try:
+        engine = _make_engine(args, model.n_features)
+    except DataError as exc:  # e.g. data wider than the model: say which model
+        raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
+    with engine:
         result = evaluate_model(model, engine, **opts)
     _print_convergence(args, model)
     print(json.dumps(result, indent=1))
