@@ -255,6 +255,7 @@ def _cmd_train(args) -> int:
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
           f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
           f"model written to {args.model}")
+    _print_convergence(args, model)
     if args.report:
         _train_report(args, model)
     return 0
