@@ -47,20 +47,6 @@ from sparkrank.training import train, training_objective_value  # noqa: E402
 TARGET = 1e-4
 
 
-class CountingEngine(LocalEngine):
-    """Counts passes (``run`` and ``column_moments``)."""
-
-    passes = 0
-
-    def run(self, *args, **kwargs):
-        self.passes += 1
-        return super().run(*args, **kwargs)
-
-    def column_moments(self, *args, **kwargs):
-        self.passes += 1
-        return super().column_moments(*args, **kwargs)
-
-
 class _Reached(Exception):
     pass
 
@@ -87,9 +73,9 @@ def rescaled(data, seed: int = 0):
 
 def run_to_target(data, solver: str, precondition: bool, f_star: float, max_iter: int) -> dict:
     """Iterations, passes and seconds until ``f ≤ f*(1 + TARGET)``."""
-    engine = CountingEngine(data)
+    engine = LocalEngine(data)
     value_engine = LocalEngine(data)
-    spent = {"callback": 0.0, "passes_at": None}
+    spent = {"callback": 0.0}
     state = {}
 
     def callback(it, w, record):

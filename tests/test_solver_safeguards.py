@@ -23,22 +23,6 @@ from sparkrank.solvers.tron import tron
 from sparkrank.training import SOLVERS, train
 
 
-class CountingEngine(LocalEngine):
-    """A local engine that counts its passes."""
-
-    def __init__(self, data):
-        super().__init__(data)
-        self.passes = 0
-
-    def run(self, *args, **kwargs):
-        self.passes += 1
-        return super().run(*args, **kwargs)
-
-    def column_moments(self, *args, **kwargs):
-        self.passes += 1
-        return super().column_moments(*args, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def data():
     return make_ranking_data(300, 5, rows_per_group=15, n_levels=3, density=0.8, seed=1)[0]
@@ -51,7 +35,7 @@ def scaled(data, factor):
 @pytest.mark.parametrize("factor", [1e150, 1e300, 1e-300])
 @pytest.mark.parametrize("solver", list(SOLVERS))
 def test_extreme_feature_scales_end_with_a_clear_error_or_a_converged_model(data, factor, solver):
-    engine = CountingEngine(scaled(data, factor))
+    engine = LocalEngine(scaled(data, factor))
     try:
         model = train(engine, solver=solver)
     except DataError as exc:
@@ -153,7 +137,7 @@ def test_ncg_on_an_unbounded_objective_ends_at_the_cap_with_bounded_work():
 
 
 def test_apg_counts_backtracking_passes_toward_the_cap(data):
-    engine = CountingEngine(data)
+    engine = LocalEngine(data)
     model = train(engine, solver="toppush", max_iter=3)
     # the objective's count pass, at most 3 projected steps (backtracking included), the final primal pass
     assert engine.passes <= 1 + 3 + 1
