@@ -169,3 +169,28 @@ def test_cli_nan_init_model_and_nan_predict_model_exit_2(data, tmp_path):
         r = _cli(*args, "--input", str(train_file), "--engine", "local", "-q", cwd=tmp_path)
         assert r.returncode == 2, (args, r.stderr)
         assert str(model) in r.stderr and "non-finite" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("factor", [1e150, 1e300])
+def test_extreme_scales_give_the_same_outcome_on_spark(spark, data, tmp_path, factor):
+    from sparkrank.data.io import write_parquet
+    from sparkrank.spark.engine import SparkEngine
+
+    big = scaled(data, factor)
+    write_parquet(tmp_path / "big.parquet", big)
+
+    def outcome(engine):
+        try:
+            model = train(engine, solver="tron")
+        except DataError as exc:
+            return str(exc)
+        return model.summary["iterations"], model.weights
+
+    local = outcome(LocalEngine(big))
+    with SparkEngine(spark.read.parquet(str(tmp_path / "big.parquet")), num_partitions=2) as engine:
+        remote = outcome(engine)
+    if isinstance(local, str):
+        assert remote == local and "features overflow" in local
+    else:
+        assert remote[0] == local[0]
+        np.testing.assert_array_equal(remote[1], local[1])
