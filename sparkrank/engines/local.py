@@ -13,7 +13,8 @@ from functools import reduce
 import numpy as np
 
 from ..data.block import RankingData
-from .base import DataSummary, Engine, FeatureStatistics, KernelResult, PassResult, ScoreKernel, StateHandle
+from .base import (ColumnMoments, DataSummary, Engine, FeatureStatistics, KernelResult, PassResult, ScoreKernel,
+                   StateHandle)
 from .exact_sum import csr_tdot_dd, dd_add, dd_round
 from .linalg import csr_dot
 from .threads import ThreadRunner, balanced_cuts, check_threads
@@ -28,10 +29,17 @@ class LocalEngine(Engine):
     threads : int, optional
         Threads for the products and the kernel (default: every core this process may use).
         The model is the same bit for bit for any value.
+
+    Attributes
+    ----------
+    passes : int
+        Passes run (:meth:`run` and :meth:`column_moments`), for tests and benchmarks that
+        measure work in passes rather than seconds.
     """
 
     def __init__(self, data: RankingData, threads: int | None = None):
         self.data = data
+        self.passes = 0
         g = data.groups
         self._summary = DataSummary(
             n_rows=data.n_rows,
@@ -55,29 +63,18 @@ class LocalEngine(Engine):
     def run(self, vector, kernel: ScoreKernel, *, state=None, keep_state=False) -> PassResult:
         if state is not None and state.released:
             raise RuntimeError("kernel state was already released")
-        X = self.data.X
-        v = np.ascontiguousarray(vector, dtype=np.float64)
-        scores = np.concatenate(self._runner.map(lambda rows: csr_dot(X, v, rows), self._row_chunks))
-        whole = getattr(kernel, "spans_groups", False)  # optional ScoreKernel attribute
-        chunks, rows = ([self.data.groups], [(0, self.data.n_rows)]) if whole else (self._group_chunks,
-                                                                                   self._group_rows)
-        states = [None] * len(chunks) if state is None else state.payload
-        results: list[KernelResult] = self._runner.map(
-            lambda groups, span, st: kernel(groups, scores[span[0]: span[1]], st), chunks, rows, states)
-        gradient = None
-        if results[0].coef is not None:
-            coef = np.concatenate([r.coef for r in results])
-            # sums rounded once from double-doubles merged in chunk order, as the Spark engine
-            # does over its blocks: the same float64 result for any chunking
-            parts = self._runner.map(lambda rows: csr_tdot_dd(X, coef, rows), self._row_chunks)
-            gradient = dd_round(reduce(dd_add, parts))
-        stats = dd_round(reduce(dd_add, [r.stats_dd() for r in results]))
+        results = self._kernel_pass(vector, kernel, None if state is None else state.payload)
+        gradient = None if results[0].coef is None else self._tdot(results, 1)
         handle = StateHandle([r.state for r in results]) if keep_state else None
-        return PassResult(stats, gradient, handle)
+        return PassResult(self._stats(results), gradient, handle)
 
     def release(self, state: StateHandle) -> None:
         state.payload = None
         state.released = True
+
+    def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
+        results = self._kernel_pass(vector, kernel, None)
+        return ColumnMoments(self._stats(results), self._tdot(results, 1), self._tdot(results, 2))
 
     def feature_statistics(self) -> FeatureStatistics:
         X = self.data.X
@@ -85,3 +82,27 @@ class LocalEngine(Engine):
 
     def close(self) -> None:
         self._runner.close()
+
+    # -- one pass: X·v by row chunks, the kernel by group chunks -----------------------------
+    def _kernel_pass(self, vector, kernel: ScoreKernel, states: list | None) -> list[KernelResult]:
+        self.passes += 1
+        X = self.data.X
+        v = np.ascontiguousarray(vector, dtype=np.float64)
+        scores = np.concatenate(self._runner.map(lambda rows: csr_dot(X, v, rows), self._row_chunks))
+        whole = getattr(kernel, "spans_groups", False)  # optional ScoreKernel attribute
+        chunks, spans = ([self.data.groups], [(0, self.data.n_rows)]) if whole else (self._group_chunks,
+                                                                                    self._group_rows)
+        return self._runner.map(lambda groups, span, st: kernel(groups, scores[span[0]: span[1]], st),
+                                chunks, spans, [None] * len(chunks) if states is None else states)
+
+    def _tdot(self, results: list[KernelResult], power: int) -> np.ndarray:
+        """``Xᵀc`` (or ``(X∘X)ᵀc``) of the kernels' coefficients: double-double partials per row
+        chunk, merged in chunk order and rounded once, as the Spark engine does over blocks."""
+        X = self.data.X
+        coef = np.concatenate([r.coef for r in results])
+        parts = self._runner.map(lambda rows: csr_tdot_dd(X, coef, power, rows), self._row_chunks)
+        return dd_round(reduce(dd_add, parts))
+
+    @staticmethod
+    def _stats(results: list[KernelResult]) -> np.ndarray:
+        return dd_round(reduce(dd_add, [r.stats_dd() for r in results]))
