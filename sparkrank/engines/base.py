@@ -55,6 +55,11 @@ class ScoreKernel(Protocol):
 
     ``scores`` is ``X v`` for the rows of ``groups`` (float64), ``state`` the block's state
     from an earlier pass or ``None``.
+
+    Engines may run a kernel on several blocks of whole groups and add up the results, so a
+    kernel's output for a group must depend on that group alone.  A kernel that ranks
+    across group boundaries (TopPush's global scope) says so with a true ``spans_groups``
+    attribute; engines then give it all rows in one block, or refuse.
     """
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state: Any) -> KernelResult: ...

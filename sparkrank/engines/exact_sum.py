@@ -54,11 +54,17 @@ def _sum_dd(x):
     return hi, lo
 
 
-def csr_tdot_dd(X, c: np.ndarray, power: int = 1) -> DoubleDouble:
-    """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``."""
+def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
+    """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``.
+
+    With ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count (``c`` has all rows).
+    """
     if power not in (1, 2):
         raise ValueError(f"power must be 1 or 2, got {power!r}")
-    return _csr_tdot_dd(X.indptr, X.indices, X.data, np.ascontiguousarray(c, dtype=np.float64), X.shape[1], power)
+    a, b = (0, X.shape[0]) if rows is None else rows
+    c = np.ascontiguousarray(c[a:b], dtype=np.float64)
+    # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
+    return _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1], power)
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:
