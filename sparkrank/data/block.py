@@ -27,6 +27,31 @@ INVALID_ROWS = "rows with a null or non-finite label or a null group id"
 DROP_HINT = "; pass --drop-invalid-rows (drop_invalid_rows=True) to drop " + INVALID_ROWS
 
 
+#: Largest feature dimension accepted unless raised (``--max-features`` / ``max_features``).
+#: Data memory is proportional to the non-zeros, but every solver keeps about ten dense
+#: float64 vectors of the full dimension (weights, gradient, directions, per-task
+#: gradients on Spark): at 2**24 features that is ~130 MB each.  A single stray index
+#: such as 200,000,000 would otherwise need tens of GB and be OOM-killed.
+DEFAULT_MAX_FEATURES = 2**24
+
+
+def check_max_features(width: int, max_features: int | None, what: str) -> None:
+    """Raise :class:`DataError` when ``width`` columns exceed ``max_features``.
+
+    ``what`` names where the widest column was seen (file, line or row, index), so the
+    message is the same wherever the check runs.
+    """
+    if max_features is not None and width > max_features:
+        raise DataError(max_features_message(what, width, max_features))
+
+
+def max_features_message(what: str, width: int, max_features: int) -> str:
+    """The one text of the feature-dimension guard (see :data:`DEFAULT_MAX_FEATURES`)."""
+    return (f"{what} needs {width} feature columns, more than --max-features={max_features} (each dense "
+            f"weight vector would take {8 * width / 1e6:,.0f} MB); raise --max-features (max_features=) "
+            "if the data really is that wide")
+
+
 @dataclass(frozen=True)
 class RankingData:
     """Training or evaluation data for a linear ranker.
