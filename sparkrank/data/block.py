@@ -7,8 +7,9 @@ holds.  Rows are stored group-contiguous; ``row_order[i]`` is the position the s
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,16 +34,42 @@ DROP_HINT = "; pass --drop-invalid-rows (drop_invalid_rows=True) to drop " + INV
 #: gradients on Spark): at 2**24 features that is ~130 MB each.  A single stray index
 #: such as 200,000,000 would otherwise need tens of GB and be OOM-killed.
 DEFAULT_MAX_FEATURES = 2**24
+_max_features = [DEFAULT_MAX_FEATURES]
+
+
+def max_features_limit(max_features: int | None = None) -> int:
+    """``max_features`` itself, or (``None``) the limit in force in this process.
+
+    Readers and block builders resolve their limit here *on the driver*, when they are
+    called, so Spark tasks carry the value in their closures.
+    """
+    return _max_features[0] if max_features is None else int(max_features)
+
+
+@contextlib.contextmanager
+def feature_limit(max_features: int | None) -> Iterator[None]:
+    """Within the block, readers accept at most ``max_features`` columns (``None``: unchanged);
+    the CLI's ``--max-features``."""
+    old = _max_features[0]
+    if max_features is not None:
+        if max_features < 1:
+            raise ValueError(f"--max-features must be positive, got {max_features}")
+        _max_features[0] = int(max_features)
+    try:
+        yield
+    finally:
+        _max_features[0] = old
 
 
 def check_max_features(width: int, max_features: int | None, what: str) -> None:
-    """Raise :class:`DataError` when ``width`` columns exceed ``max_features``.
+    """Raise :class:`DataError` when ``width`` columns exceed the limit (``None``: the one in force).
 
     ``what`` names where the widest column was seen (file, line or row, index), so the
     message is the same wherever the check runs.
     """
-    if max_features is not None and width > max_features:
-        raise DataError(max_features_message(what, width, max_features))
+    limit = max_features_limit(max_features)
+    if width > limit:
+        raise DataError(max_features_message(what, width, limit))
 
 
 def max_features_message(what: str, width: int, max_features: int) -> str:

@@ -61,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .block import DEFAULT_MAX_FEATURES, DataError, RankingData, max_features_message
+from .block import DataError, RankingData, max_features_limit, max_features_message
 
 __all__ = [
     "SVMLightFormatError",
@@ -871,7 +871,7 @@ def read_svmlight(
     n_features: int | None = None,
     dtype: type = np.float64,
     zero_based: bool = False,
-    max_features: int | None = DEFAULT_MAX_FEATURES,
+    max_features: int | None = None,
 ) -> SVMLightFile:
     """Read an SVMlight / LETOR file (plain or gzip-compressed).
 
@@ -890,9 +890,9 @@ def read_svmlight(
     zero_based : bool
         Accept 0-based feature indices (index ``i`` -> column ``i``).  Default: indices are
         1-based (index ``i`` -> column ``i - 1``) and an index ``0`` is an error.
-    max_features : int or None
-        An index needing more columns than this is an error naming its line (see
-        :data:`~sparkrank.data.block.DEFAULT_MAX_FEATURES`); ``None``: no limit.
+    max_features : int, optional
+        An index needing more columns than this is an error naming its line (default:
+        the limit in force, :func:`~sparkrank.data.block.max_features_limit`).
 
     Returns
     -------
@@ -915,7 +915,7 @@ def read_svmlight(
 
 def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int | None = None,
                          dtype: type = np.float64, zero_based: bool = False,
-                         max_features: int | None = DEFAULT_MAX_FEATURES, first_line: int = 0,
+                         max_features: int | None = None, first_line: int = 0,
                          qid_layout: QidLayout | None = None) -> SVMLightFile:
     """:func:`read_svmlight` on SVMlight text already in memory (e.g. a piece of a file on
     a Spark executor); ``name`` is used in error messages, lines are numbered from
@@ -926,15 +926,16 @@ def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int |
 
 
 def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based: bool, *,
-                max_features: int | None = DEFAULT_MAX_FEATURES, first_line: int = 0,
+                max_features: int | None = None, first_line: int = 0,
                 qid_layout: QidLayout | None = None) -> SVMLightFile:
     """:func:`read_svmlight` on the file's bytes (``bytes`` or a memory map)."""
+    max_features = max_features_limit(max_features)
     buf = np.frombuffer(raw, dtype=np.uint8)
     n_nl, n_colon = _count_bytes(buf)
     (labels, indptr, indices, values, qid_int, qid_start, qid_end, qid_kind, row_line,
      slow, n_slow, m, nnz, max_col, err) = _scan(
         buf, int(n_nl) + 1, int(n_colon), bool(zero_based), -1 if n_features is None else int(n_features),
-        -1 if max_features is None else int(max_features), int(first_line)
+        int(max_features), int(first_line)
     )
     if err[0] != _E_NONE:
         _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
@@ -1006,7 +1007,7 @@ def load_svmlight(
     n_features: int | None = None,
     dtype: type = np.float64,
     zero_based: bool = False,
-    max_features: int | None = DEFAULT_MAX_FEATURES,
+    max_features: int | None = None,
 ) -> RankingData:
     """Read an SVMlight / LETOR file into a :class:`~sparkrank.data.block.RankingData`.
 

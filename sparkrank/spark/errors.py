@@ -1,0 +1,35 @@
+"""Data errors raised inside Spark tasks, recovered on the driver.
+
+A :class:`~sparkrank.data.block.DataError` raised by a Python task (a bad SVMlight line,
+a bad Parquet row) fails the Spark job; the driver then sees a ``PythonException`` or
+``Py4JJavaError`` whose text holds the worker's traceback.  Its last line is the
+exception's class and message, which are turned back into the same ``DataError`` the
+local engine raises, so both engines fail with the same class and text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..data.block import DataError
+
+# "sparkrank.data.svmlight.SVMLightFormatError: data.txt: malformed label 'x' on line 7"
+_RAISED = re.compile(r"^\s*(?:\w+: )?sparkrank\.[\w.]+\.(\w*Error): (.+)$", re.M)
+
+
+def data_error_in(exc: BaseException) -> DataError | None:
+    """The :class:`DataError` a Spark task raised, if ``exc`` is the job failure it caused."""
+    if isinstance(exc, DataError):
+        return exc
+    text = str(exc)
+    for match in _RAISED.finditer(text):
+        cls = _data_error_class(match.group(1))
+        if cls is not None:
+            return cls(match.group(2).strip())
+    return None
+
+
+def _data_error_class(name: str):
+    from ..data.svmlight import SVMLightFormatError
+
+    return {"DataError": DataError, "SVMLightFormatError": SVMLightFormatError}.get(name)
