@@ -154,6 +154,10 @@ class SparkEngine(Engine):
         self._refs_rdd = self._refs_df.rdd.persist()
         self._refs_rdd.count()
         width = max((r.width for r in refs), default=0)
+        width_error = blocks.fixed_width_error(refs, blocks.feature_type(self._df.schema, self.spec))
+        if width_error:
+            self.close()
+            raise DataError(width_error)
         if self._requested_features is not None and width > self._requested_features:
             self.close()  # the blocks were built: delete them and drop the cached references
             raise DataError(f"data has feature index {width - 1} but n_features={self._requested_features}")
