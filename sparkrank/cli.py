@@ -200,7 +200,12 @@ def _spark(args):
     from .spark.session import get_session
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    return get_session(args.master, conf=conf)
+    spark = get_session(args.master, conf=conf)
+    if not args.verbose:
+        from .spark.errors import quiet_task_failure_logs
+
+        quiet_task_failure_logs(spark)
+    return spark
 
 
 def _spark_frame(args):

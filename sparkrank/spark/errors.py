@@ -33,3 +33,19 @@ def _data_error_class(name: str):
     from ..data.svmlight import SVMLightFormatError
 
     return {"DataError": DataError, "SVMLightFormatError": SVMLightFormatError}.get(name)
+
+
+#: Loggers that print a failed task's Python traceback on the driver's console (local mode
+#: runs the executor in the driver's JVM); the job failure reaches the driver anyway.
+_TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                         "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+                         "org.apache.spark.sql.execution.python.PythonArrowOutput")
+
+
+def quiet_task_failure_logs(spark) -> None:
+    """Keep a task's DataError from also printing as a JVM stack trace: the CLI reports it
+    in one line (:func:`data_error_in`) and re-raises, with the worker's traceback, anything else."""
+    jvm = spark.sparkContext._jvm
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in _TASK_FAILURE_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
