@@ -223,12 +223,15 @@ def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, ca
 
 
 def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_path, capsys):
-    from pyspark.ml.linalg import Vectors
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
     rows = [(float(i % 3), 1 + i // 4, Vectors.dense([1.0, float(i)]) if i < 8 else Vectors.sparse(5, [0], [1.0]))
             for i in range(12)]
+    schema = StructType([StructField("label", DoubleType()), StructField("qid", LongType()),
+                         StructField("features", VectorUDT())])
     path = tmp_path / "vectors.parquet"
-    spark.createDataFrame(rows, "label double, qid long, features vector").coalesce(1).write.parquet(str(path))
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(path))
     for engine in ENGINES:
         rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "3")
         assert rc == 2, (engine, err)

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from .block import DataError, check_max_features, max_features_limit
+from .block import DataError, check_max_features, max_features_limit, max_features_message
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,9 @@ def _build(flat_v, flat_i, indptr, n_features, where, max_features: int | None =
         k = int(np.flatnonzero(flat_i >= n_features)[0])
         raise RowError(where, _row_of(indptr, k), f"feature index {int(flat_i[k])} but n_features={n_features}")
     n = max(width, n_features or 0)
-    if n > max_features_limit(max_features):
-        k = int(np.argmax(flat_i)) if width == n else -1
-        check_max_features(n, max_features, f"{where}row {_row_of(indptr, k)}: feature index {int(flat_i[k])}"
-                           if k >= 0 else f"{where}a feature width of {n}")
+    limit = max_features_limit(max_features)
+    if n > limit and width == n:
+        k = int(np.argmax(flat_i))
+        raise RowError(where, _row_of(indptr, k), max_features_message(f"feature index {int(flat_i[k])}", n, limit))
+    check_max_features(n, limit, f"{where}a feature width of {n}")
     return sp.csr_matrix((flat_v, flat_i, indptr), shape=(len(indptr) - 1, n))
