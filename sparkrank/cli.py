@@ -60,7 +60,7 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
     p.add_argument("--max-features", type=int, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
-                        "(default 2^24; solvers keep dense weight vectors of that length)")
+                        "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
     p.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")

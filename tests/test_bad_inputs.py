@@ -62,7 +62,7 @@ SVMLIGHT_CASES = [
     ("missing-qid", lambda d: _with_line(d / "mq.txt", 21000, "1 1:1"),
      "line 21000 has no qid but line 1 has one"),
     ("index-2e8", lambda d: _with_line(d / "big.txt", 24000, "1 qid:1200 200000000:1"),
-     "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=16777216"),
+     "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=4194304"),
     ("truncated-gz", lambda d: _truncated_gz(d / "t.txt.gz"), "truncated or corrupt gzip data"),
 ]
 
@@ -202,7 +202,7 @@ PARQUET_CASES = [
     ("nan-feature", _parquet_nan_feature, "feature column 2 is nan", 10, 3),
     ("inf-label", _parquet_inf_label, "column 'label' is inf", 6, 2),
     ("index-2e8", _parquet_huge_index,
-     "feature index 199999999 needs 200000000 feature columns, more than --max-features=16777216", 7, 2),
+     "feature index 199999999 needs 200000000 feature columns, more than --max-features=4194304", 7, 2),
     ("dense-lengths", _parquet_dense_lengths, "feature arrays differ in length", None, None),
     ("string-label", _parquet_string_label, "column 'label' has type string: labels must be numbers", None, None),
 ]
