@@ -71,7 +71,7 @@ def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, d
     """
     import pyarrow as pa
 
-    from ..data.arrow import RowError, table_to_csr
+    from ..data.arrow import RowError
     from ..data.block import max_features_limit
 
     dtype = np.dtype(dtype_name).type
@@ -90,10 +90,7 @@ def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, d
             if table is None or table.num_rows == 0:
                 data = RankingData.from_arrays(np.zeros((0, 0)), np.zeros(0), None if qid_col is None else np.zeros(0))
             else:
-                labels = _labels(table, label_col)
-                qid = None if qid_col is None else _qids(table, qid_col)
-                X = table_to_csr(table, spec, None, dtype, "", max_features)
-                data = RankingData.from_arrays(X, labels, qid, dtype=dtype)
+                data = decode_rows(table, label_col, qid_col, spec, dtype, max_features)
             path = os.path.join(store_root(), "sparkrank-blocks", store_id, f"part-{pid:05d}")
             ref.update(_write_block(path, data))
         except RowError as exc:
@@ -113,6 +110,17 @@ def feature_type(schema, spec) -> str:
     if dt.typeName() == "array":
         return "array"
     return "vector" if type(dt).__name__ == "VectorUDT" else "sparse"
+
+
+def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_features: int) -> RankingData:
+    """Arrow rows -> a checked :class:`RankingData`; bad rows raise
+    :class:`~sparkrank.data.arrow.RowError` with their position in ``table``."""
+    from ..data.arrow import table_to_csr
+
+    labels = _labels(table, label_col)
+    qid = None if qid_col is None else _qids(table, qid_col)
+    X = table_to_csr(table, spec, None, dtype, "", max_features)
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype)
 
 
 def fixed_width_error(refs, feature_type: str) -> str | None:
@@ -136,10 +144,13 @@ def _ref_arrow_schema():
                       ("error", pa.string())])
 
 
+QID_ROW = "a row of qid "
+
+
 def _sample(table, label_col: str, qid_col: str | None, row: int) -> str:
     """A shuffled row named by what it holds: its qid, else its label."""
     if qid_col:
-        return f"a row of qid {table.column(qid_col)[row].as_py()!r}"
+        return f"{QID_ROW}{table.column(qid_col)[row].as_py()!r}"
     return f"a row with label {table.column(label_col)[row].as_py()!r}"
 
 

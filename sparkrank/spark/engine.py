@@ -31,6 +31,7 @@ from ..data.groups import QueryGroups
 from ..engines.base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
 from ..engines.exact_sum import dd_round
 from . import blocks
+from .locate import locate_row_error
 
 log = logging.getLogger("sparkrank.spark")
 
@@ -104,6 +105,7 @@ class SparkEngine(Engine):
         self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
+        self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
         self._build()
 
@@ -147,6 +149,7 @@ class SparkEngine(Engine):
         errors = [r.error for r in refs if r.error]
         if errors:
             self._refs_df.unpersist()
+            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0])
             raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
         self.refs = refs
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
