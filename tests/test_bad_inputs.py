@@ -64,6 +64,7 @@ SVMLIGHT_CASES = [
     ("index-2e8", lambda d: _with_line(d / "big.txt", 24000, "1 qid:1200 200000000:1"),
      "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=4194304"),
     ("truncated-gz", lambda d: _truncated_gz(d / "t.txt.gz"), "truncated or corrupt gzip data"),
+    ("truncated-gzip-named-txt", lambda d: _truncated_gz(d / "t.txt"), "truncated or corrupt gzip data"),
 ]
 
 

@@ -708,8 +708,14 @@ def gunzip(raw: bytes, name: str) -> bytes:
     truncated or corrupt (the one place both engines decompress SVMlight text)."""
     try:
         return gzip.decompress(raw)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise SVMLightFormatError(f"{name}: truncated or corrupt gzip data ({exc})", path=name) from None
+    except (EOFError, OSError, zlib.error):
+        raise SVMLightFormatError(truncated_gzip_message(name), path=name) from None
+
+
+def truncated_gzip_message(name: str) -> str:
+    """The one text for a gzip file that ends early or is corrupt (Python's and Hadoop's
+    decoders word it differently, the engines must not)."""
+    return f"{name}: truncated or corrupt gzip data"
 
 
 @contextlib.contextmanager

@@ -17,11 +17,27 @@ from ..data.block import DataError
 _RAISED = re.compile(r"^\s*(?:\w+: )?sparkrank\.[\w.]+\.(\w*Error): (.+)$", re.M)
 
 
+# Spark 4 wraps a file that cannot be read: "[FAILED_READ_FILE...] ... reading file file:///x.gz."
+_FAILED_READ = re.compile(r"FAILED_READ_FILE[\w.]*\] Encountered error while reading file (\S+?)\.\s")
+_GZIP_CAUSE = re.compile(r"Caused by: java\.(?:io\.EOFException|util\.zip\.ZipException)")
+
+
 def data_error_in(exc: BaseException) -> DataError | None:
-    """The :class:`DataError` a Spark task raised, if ``exc`` is the job failure it caused."""
+    """The :class:`DataError` a Spark task raised, if ``exc`` is the job failure it caused.
+
+    Also a ``.gz`` file that Hadoop's decoder found truncated or corrupt (the text source
+    streams those, see :mod:`sparkrank.spark.svmlight`) becomes the local reader's error.
+    """
     if isinstance(exc, DataError):
         return exc
     text = str(exc)
+    failed = _FAILED_READ.search(text)
+    if failed and failed.group(1).lower().endswith(".gz") and _GZIP_CAUSE.search(text):
+        from ..data.svmlight import SVMLightFormatError, truncated_gzip_message
+        from .svmlight import display_name
+
+        name = display_name(failed.group(1))
+        return SVMLightFormatError(truncated_gzip_message(name), path=name)
     for match in _RAISED.finditer(text):
         cls = _data_error_class(match.group(1))
         if cls is not None:

@@ -46,9 +46,9 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
         blocks.decode_rows(rows.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type,
                            max_features_limit())
     except RowError as exc:
-        from .svmlight import _display
+        from .svmlight import display_name
 
-        return f"{_display(rows.column('__file')[exc.row].as_py())}: row {rows.column('__row')[exc.row].as_py()}: " \
+        return f"{display_name(rows.column('__file')[exc.row].as_py())}: row {rows.column('__row')[exc.row].as_py()}: " \
                f"{exc.detail}"
     except DataError:
         return message

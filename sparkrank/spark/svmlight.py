@@ -12,9 +12,11 @@ lines with the same message, naming the file and the line *in the file*:
   prefix of the file) and parse the piece again with the true offset, so the happy path
   costs nothing extra.  Hadoop's line reader ends lines at LF, CRLF and a lone CR, as the
   local scanner does.
-* **compressed files** (gzip recognised by its magic bytes, whatever the name; bzip2 by
-  its ``.bz2`` name and magic) are not splittable anyway: each is one task that
-  decompresses the whole file in Python (a truncated file is a clean error) and parses it.
+* **gzip named ``.gz``** is streamed by the same text source (one split per file, so the
+  lines are numbered from its start); a truncated file is a clean error.
+* **other compressed files** (gzip under any other name, recognised by its magic bytes;
+  bzip2 by its ``.bz2`` name) are one task each that decompresses the whole file in
+  Python and parses it.
 * the **qid rule** (:class:`~sparkrank.data.svmlight.QidLayout`) is fixed by the first
   data line of the first file, read on the driver before the job, and every task checks
   its lines against it.
@@ -118,7 +120,7 @@ def _canonical(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
 
 
-def _display(uri: str) -> str:
+def display_name(uri: str) -> str:
     """How messages name a file found by listing: local files by their path."""
     canonical = _canonical(uri)
     return canonical[len("file:"):] if canonical.startswith("file:/") else canonical
@@ -151,21 +153,30 @@ def _list_files(spark, paths: list[str]) -> list[_File]:
         for fp in sorted(found, key=lambda q: q.toUri().toString()):
             uri = fp.toUri().toString()
             single = len(statuses) == 1 and not statuses[0].isDirectory()
-            out.append(_File(uri, given if single else _display(uri), _is_whole(fs, fp)))
+            out.append(_File(uri, given if single else display_name(uri), _is_whole(fs, fp)))
     if not out:
         raise FileNotFoundError(f"no files under {', '.join(paths)}")
     return out
 
 
 def _is_whole(fs, fp) -> bool:
-    if fp.getName().lower().endswith(_CODEC_SUFFIXES):
-        return True
+    """Whether a file is read whole by one task rather than by Spark's text source.
+
+    A gzip file named ``.gz`` goes to the text source: Hadoop decompresses it as a stream
+    (little memory, no size limit) in one split, so its lines are numbered from the start
+    and a truncated file fails with ``FAILED_READ_FILE`` (see :mod:`sparkrank.spark.errors`).
+    gzip under another name, and any other codec suffix (bzip2 splits would break the
+    line count), are read whole (``binaryFile``: at most 2 GB compressed).
+    """
+    name = fp.getName().lower()
     stream = fs.open(fp)
     try:
         head = bytes([stream.read() & 0xFF, stream.read() & 0xFF])
     finally:
         stream.close()
-    return head == GZIP_MAGIC
+    if head == GZIP_MAGIC and name.endswith(".gz"):
+        return False
+    return head == GZIP_MAGIC or name.endswith(_CODEC_SUFFIXES)
 
 
 def _first_layout(spark, files: list[_File], max_features) -> QidLayout | None:
@@ -251,7 +262,7 @@ def _split_task(names: dict[str, str], layout, schema, max_features):
                 raw = _joined_lines(batch.column(0).slice(a, b - a))
                 if start == 0 and first == 0 and raw.startswith(_BOM):
                     raw = raw[3:]
-                parsed = _parse_piece(raw, uri, names.get(uri, _display(uri)), start, first, layout, max_features)
+                parsed = _parse_piece(raw, uri, names.get(uri, display_name(uri)), start, first, layout, max_features)
                 if parsed.labels.size:
                     yield _to_batch(parsed, schema)
 
@@ -286,7 +297,7 @@ def lines_before(uri: str, start: int) -> int:
     import pyarrow.fs as pafs
 
     if uri.startswith("file:"):
-        fs, path = pafs.LocalFileSystem(), _display(uri)
+        fs, path = pafs.LocalFileSystem(), display_name(uri)
     else:
         fs, path = pafs.FileSystem.from_uri(uri)
     with fs.open_input_stream(path) as f:
@@ -311,7 +322,7 @@ def _whole_task(names: dict[str, str], layout, schema, max_features):
             uris = batch.column(0).to_pylist()
             for i, uri in enumerate(uris):
                 uri = _canonical(uri)
-                name = names.get(uri, _display(uri))
+                name = names.get(uri, display_name(uri))
                 raw = batch.column(1)[i].as_py()
                 if raw[:2] == GZIP_MAGIC:
                     raw = gunzip(raw, name)
