@@ -135,62 +135,30 @@ def test_engines_agree_on_line_ends_and_compression(spark, small_splits, tmp_pat
 # ----------------------------------------------------------------------------- Parquet
 
 
-def _sparse_table(indices, values, labels=None, qids=None):
-    n = len(indices)
-    return pa.table({"label": labels if labels is not None else [float(i % 3) for i in range(n)],
-                     "qid": qids if qids is not None else [1 + i // 4 for i in range(n)],
-                     "indices": pa.array(indices, pa.list_(pa.int32())),
-                     "values": pa.array(values, pa.list_(pa.float64()))})
+N_ROWS = 12  # three queries of four rows: row r has qid 1 + r // 4
 
 
-def _rows(n=12):
-    return [[0, 2] for _ in range(n)], [[1.0, 2.0] for _ in range(n)]
-
-
-def _parquet_unsorted(d):
-    ind, val = _rows()
-    ind[9] = [3, 1]
-    pq.write_table(_sparse_table(ind, val), d / "unsorted.parquet")
-    return d / "unsorted.parquet"
-
-
-def _parquet_duplicate(d):
-    ind, val = _rows()
-    ind[5] = [2, 2]
-    pq.write_table(_sparse_table(ind, val), d / "dup.parquet")
-    return d / "dup.parquet"
-
-
-def _parquet_string_label(d):
-    ind, val = _rows()
-    table = _sparse_table(ind, val, labels=["1"] * 7 + ["x"] + ["0"] * 4)
-    pq.write_table(table, d / "strlabel.parquet")
-    return d / "strlabel.parquet"
-
-
-def _parquet_nan_feature(d):
-    ind, val = _rows()
-    val[10] = [1.0, float("nan")]
-    pq.write_table(_sparse_table(ind, val), d / "nanfeat.parquet")
-    return d / "nanfeat.parquet"
-
-
-def _parquet_inf_label(d):
-    ind, val = _rows()
-    pq.write_table(_sparse_table(ind, val, labels=[1.0] * 6 + [float("inf")] + [0.0] * 5), d / "inflabel.parquet")
-    return d / "inflabel.parquet"
-
-
-def _parquet_huge_index(d):
-    ind, val = _rows()
-    ind[7] = [0, 199999999]
-    pq.write_table(_sparse_table(ind, val), d / "huge.parquet")
-    return d / "huge.parquet"
+def _sparse_parquet(name: str, *, row: int | None = None, indices=None, values=None, labels=None):
+    """A small indices/values Parquet file whose row ``row`` gets the given bad parts
+    (``labels`` replaces the whole label column)."""
+    def build(d: Path) -> Path:
+        ind, val = [[0, 2] for _ in range(N_ROWS)], [[1.0, 2.0] for _ in range(N_ROWS)]
+        if indices is not None:
+            ind[row] = indices
+        if values is not None:
+            val[row] = values
+        table = pa.table({"label": labels if labels is not None else [float(i % 3) for i in range(N_ROWS)],
+                          "qid": [1 + i // 4 for i in range(N_ROWS)],
+                          "indices": pa.array(ind, pa.list_(pa.int32())),
+                          "values": pa.array(val, pa.list_(pa.float64()))})
+        pq.write_table(table, d / name)
+        return d / name
+    return build
 
 
 def _parquet_dense_lengths(d):
     arrays = [[1.0, 2.0, 3.0]] * 8 + [[1.0, 2.0, 3.0, 4.0]] * 4
-    table = pa.table({"label": [float(i % 3) for i in range(12)], "qid": [1 + i // 4 for i in range(12)],
+    table = pa.table({"label": [float(i % 3) for i in range(N_ROWS)], "qid": [1 + i // 4 for i in range(N_ROWS)],
                       "features": pa.array(arrays, pa.list_(pa.float64()))})
     pq.write_table(table, d / "dense.parquet")
     return d / "dense.parquet"
@@ -198,14 +166,19 @@ def _parquet_dense_lengths(d):
 
 # (case id, builder, detail every message must contain, row of the file, its qid)
 PARQUET_CASES = [
-    ("unsorted-indices", _parquet_unsorted, "feature indices are not strictly increasing: 1 after 3", 9, 3),
-    ("duplicate-indices", _parquet_duplicate, "feature indices are not strictly increasing: 2 after 2", 5, 2),
-    ("nan-feature", _parquet_nan_feature, "feature column 2 is nan", 10, 3),
-    ("inf-label", _parquet_inf_label, "column 'label' is inf", 6, 2),
-    ("index-2e8", _parquet_huge_index,
+    ("unsorted-indices", _sparse_parquet("unsorted.parquet", row=9, indices=[3, 1]),
+     "feature indices are not strictly increasing: 1 after 3", 9, 3),
+    ("duplicate-indices", _sparse_parquet("dup.parquet", row=5, indices=[2, 2]),
+     "feature indices are not strictly increasing: 2 after 2", 5, 2),
+    ("nan-feature", _sparse_parquet("nanfeat.parquet", row=10, values=[1.0, float("nan")]),
+     "feature column 2 is nan", 10, 3),
+    ("inf-label", _sparse_parquet("inflabel.parquet", labels=[1.0] * 6 + [float("inf")] + [0.0] * 5),
+     "column 'label' is inf", 6, 2),
+    ("index-2e8", _sparse_parquet("huge.parquet", row=7, indices=[0, 199999999]),
      "feature index 199999999 needs 200000000 feature columns, more than --max-features=4194304", 7, 2),
     ("dense-lengths", _parquet_dense_lengths, "feature arrays differ in length", None, None),
-    ("string-label", _parquet_string_label, "column 'label' has type string: labels must be numbers", None, None),
+    ("string-label", _sparse_parquet("strlabel.parquet", labels=["1"] * 7 + ["x"] + ["0"] * 4),
+     "column 'label' has type string: labels must be numbers", None, None),
 ]
 
 
