@@ -536,37 +536,26 @@ def _parse_qid(buf, s, te):
 
 
 @njit(cache=True)
-def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit, max_features, first_line):
-    """Pass 2: fill every output array; never raises (errors come back in ``err``).
+def _scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels, indptr, indices, values,
+          qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
+    """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
 
-    Lines are numbered from ``first_line + 1`` (the text may be a piece of a file).
-    ``n_features_limit`` and ``max_features`` (-1: none) bound the column indices: the
-    first is the caller's fixed width, the second the guard against a huge dimension.
+    ``hi`` is right after a LF (or the end of the text), so a chunk holds whole lines and
+    the file can be scanned chunk by chunk.  ``state`` = [line, row, nnz, max_col, n_slow]
+    carries the counters from one chunk to the next (lines are numbered from ``line + 1``;
+    the text may be a piece of a file).  ``n_features_limit`` and ``max_features`` (-1:
+    none) bound the column indices: the first is the caller's fixed width, the second the
+    guard against a huge dimension.  Returns ``slow`` (grown if needed).
 
     ``err`` = [code, line, token start, token end, aux1, aux2]; ``slow`` holds 4 entries
     per token, (target, start, end, line), with target >= 0 an index into ``values`` and
     target < 0 the label of row ``-target - 1``.
     """
-    n = buf.shape[0]
-    labels = np.empty(max_rows, np.float64)
-    indptr = np.empty(max_rows + 1, np.int64)
-    indices = np.empty(max_nnz, np.int32)
-    values = np.empty(max_nnz, np.float64)
-    qid_int = np.empty(max_rows, np.int64)
-    qid_start = np.empty(max_rows, np.int64)
-    qid_end = np.empty(max_rows, np.int64)
-    qid_kind = np.empty(max_rows, np.int8)  # 0 none, 1 integer, 2 string
-    row_line = np.empty(max_rows, np.int64)
-    slow = np.empty(256, np.int64)
-    n_slow = 0
-    err = np.zeros(6, np.int64)
+    n = hi
+    line, row, nnz, max_col, n_slow = state[0], state[1], state[2], state[3], state[4]
     base = 0 if zero_based else 1
-    max_col = -1
-    row = 0
-    nnz = 0
-    line = first_line
-    p = 0
-    indptr[0] = 0
+    p = lo
+    indptr[row] = nnz
     # One loop over tokens with a single _parse_number call site (label or feature
     # value): numba/LLVM inline the parser at every call site, and compile time matters.
     in_row = False  # inside a data line, after its label
@@ -690,8 +679,8 @@ def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit, max_features, fi
     if in_row and err[0] == _E_NONE:  # last line without a newline
         row += 1
         indptr[row] = nnz
-    return (labels, indptr, indices, values, qid_int, qid_start, qid_end, qid_kind, row_line,
-            slow, n_slow, row, nnz, max_col, err)
+    state[0], state[1], state[2], state[3], state[4] = line, row, nnz, max_col, n_slow
+    return slow
 
 
 # --------------------------------------------------------------------------------------
@@ -750,6 +739,38 @@ def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
             mm.close()
         except BufferError:  # a traceback still holds an array view; the GC closes it
             pass
+
+
+#: Bytes scanned per call of the numba passes; after each chunk the pages of a memory-mapped
+#: file are handed back, so the reader's resident memory is its output arrays plus one chunk,
+#: not the whole file on top of them.
+CHUNK_BYTES = 64 << 20
+
+
+def _chunks(raw) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of about :data:`CHUNK_BYTES`, each ending right after a LF."""
+    n = len(raw)
+    out, lo = [], 0
+    while lo < n:
+        hi = raw.find(b"\n", min(lo + CHUNK_BYTES, n) - 1) + 1 if lo + CHUNK_BYTES < n else n
+        hi = n if hi <= 0 else hi
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _page_release(raw):
+    """``release(lo, hi)``: drop the scanned pages of a memory map from this process (they
+    stay in the page cache and are read again on access); a no-op for ``bytes``."""
+    if not (isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")):
+        return lambda lo, hi: None
+    page = mmap.PAGESIZE
+
+    def release(lo: int, hi: int) -> None:
+        start = lo - lo % page
+        raw.madvise(mmap.MADV_DONTNEED, start, hi - start)
+
+    return release
 
 
 def _token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
@@ -937,16 +958,31 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     """:func:`read_svmlight` on the file's bytes (``bytes`` or a memory map)."""
     max_features = max_features_limit(max_features)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    n_nl, n_colon = _count_bytes(buf)
-    (labels, indptr, indices, values, qid_int, qid_start, qid_end, qid_kind, row_line,
-     slow, n_slow, m, nnz, max_col, err) = _scan(
-        buf, int(n_nl) + 1, int(n_colon), bool(zero_based), -1 if n_features is None else int(n_features),
-        int(max_features), int(first_line)
-    )
-    if err[0] != _E_NONE:
-        _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
-    m = int(m)
-    nnz = int(nnz)
+    chunks = _chunks(raw)
+    release = _page_release(raw)
+    n_nl = n_colon = 0
+    for lo, hi in chunks:
+        a, b = _count_bytes(buf[lo:hi])
+        n_nl, n_colon = n_nl + int(a), n_colon + int(b)
+        release(lo, hi)
+    # every output array is allocated once, from the bounds of pass 1
+    max_rows = n_nl + 1
+    labels, values = np.empty(max_rows, np.float64), np.empty(n_colon, np.float64)
+    indptr, indices = np.empty(max_rows + 1, np.int64), np.empty(n_colon, np.int32)
+    qid_int, qid_start, qid_end = (np.empty(max_rows, np.int64) for _ in range(3))
+    qid_kind = np.empty(max_rows, np.int8)  # 0 none, 1 integer, 2 string
+    row_line = np.empty(max_rows, np.int64)
+    slow, err = np.empty(256, np.int64), np.zeros(6, np.int64)
+    indptr[0] = 0
+    state = np.array([first_line, 0, 0, -1, 0], dtype=np.int64)  # line, row, nnz, max_col, n_slow
+    n_limit = -1 if n_features is None else int(n_features)
+    for lo, hi in chunks:
+        slow = _scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), state, labels, indptr, indices,
+                     values, qid_int, qid_start, qid_end, qid_kind, row_line, slow, err)
+        if err[0] != _E_NONE:
+            _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
+        release(lo, hi)
+    m, nnz, max_col, n_slow = (int(v) for v in state[1:])
 
     # Tokens the numba pass left to Python (more than 18 significant digits, or an
     # Eisel-Lemire ambiguity): syntax was already validated, so float() cannot fail.
