@@ -20,7 +20,7 @@ import numpy as np
 
 from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
-from .data.block import DataError, feature_limit
+from .data.block import DataError, check_max_features, feature_limit
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 from .training import SOLVERS
 
@@ -242,6 +242,7 @@ def _cmd_train(args) -> int:
     n_features = args.n_features
     if init is not None:
         n_features = max(n_features or 0, init.n_features) or None
+    check_max_features(n_features or 0, None, "--n-features / --init-model")
     with _make_engine(args, n_features) as engine:
         if init is not None:
             w0 = np.zeros(engine.summary.n_features)

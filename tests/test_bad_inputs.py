@@ -212,6 +212,15 @@ def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_p
         assert "feature vectors differ in size" in _error_line(err)
 
 
+def test_dense_arrays_of_different_lengths_in_different_blocks(spark, tmp_path):
+    from sparkrank.data.block import DataError
+    from sparkrank.spark.engine import SparkEngine
+
+    path = _parquet_dense_lengths(tmp_path)  # qids 1, 2: length 3; qid 3: length 4
+    with pytest.raises(DataError, match="feature arrays differ in length"):
+        SparkEngine(spark.read.parquet(str(path)), placement="driver", num_partitions=3)
+
+
 def test_max_features_can_be_raised(tmp_path, capsys):
     lines = ["1 qid:1 1:1 5000:2", "0 qid:1 2:1", "2 qid:1 3:1 4999:1"]
     path = _text(tmp_path / "wide.txt", lines)
@@ -219,6 +228,8 @@ def test_max_features_can_be_raised(tmp_path, capsys):
     assert rc == 2 and "line 1 needs 5000 feature columns, more than --max-features=4999" in _error_line(err)
     rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000")
     assert rc == 0, err
+    rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000", "--n-features", "6000")
+    assert rc == 2 and "--n-features / --init-model needs 6000 feature columns" in _error_line(err)
 
 
 # ----------------------------------------------------------------------------- subprocess

@@ -134,6 +134,7 @@ class RankingData:
         if y.shape[0] != m:
             raise DataError(f"{m} feature rows but {y.shape[0]} labels")
         if n_features is not None:
+            check_max_features(n_features, None, "n_features")
             if X.shape[1] > n_features:
                 raise DataError(f"data has {X.shape[1]} feature columns, more than n_features={n_features}")
             X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(m, n_features))
