@@ -79,6 +79,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scope", choices=("group", "global"), default=None,
                    help="toppush: push each query's positives above its own top negative (group, default) "
                         "or above the top negative of one global ranking")
+    g.add_argument("--no-precondition", dest="precondition", action="store_const", const=False, default=None,
+                   help="tron, ncg: plain CG and the Euclidean stopping rule instead of the diagonal "
+                        "preconditioner and its units-free rule (default on; see README, Conditioning)")
 
 
 def _solver_options(args) -> dict:
@@ -92,6 +95,10 @@ def _solver_options(args) -> dict:
         if args.solver != solver:
             raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
         options[name] = value
+    if args.precondition is False:
+        if args.solver not in ("tron", "ncg"):
+            raise ValueError(f"--no-precondition is an option of --solver tron or ncg, not {args.solver}")
+        options["precondition"] = False
     return options
 
 
@@ -131,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
     p.add_argument("--tol", type=float, default=None,
-                   help="tron, ncg: relative gradient norm (default 1e-3); bmrm: absolute gap (default 1e-3); "
-                        "toppush: relative objective change (default 1e-4)")
+                   help="tron, ncg: relative gradient norm (default 1e-4); bmrm: absolute gap (default 1e-3); "
+                        "toppush: certified relative duality gap (default 1e-3)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
@@ -257,6 +264,7 @@ def _cmd_train(args) -> int:
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
           f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
           f"model written to {args.model}")
+    _print_convergence(args, model)
     if args.report:
         _train_report(args, model)
     return 0
@@ -271,7 +279,7 @@ def _objective_text(value: float) -> str:
 def _load_for_model(args, model):
     data = _load(args)
     if data.n_features > model.n_features:
-        raise DataError(f"{args.input} has {data.n_features} feature columns but the model has {model.n_features}")
+        raise DataError(f"{args.input} has {data.n_features} feature columns but the model {model.source} has {model.n_features}")
     return data.with_features(model.n_features)
 
 
@@ -300,8 +308,13 @@ def _cmd_evaluate(args) -> int:
 
     model = RankingModel.load(args.model)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
-    with _make_engine(args, model.n_features) as engine:
+    try:
+        engine = _make_engine(args, model.n_features)
+    except DataError as exc:  # e.g. data wider than the model: say which model
+        raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
+    with engine:
         result = evaluate_model(model, engine, **opts)
+    _print_convergence(args, model)
     print(json.dumps(result, indent=1))
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(result, indent=1))
@@ -319,6 +332,13 @@ def _cmd_evaluate(args) -> int:
         data = _load_for_model(args, model)
         _write_per_query(args.per_query, data.qids, per_group_metrics(data.groups, model.predict(data), **opts))
     return 0
+
+
+def _print_convergence(args, model) -> None:
+    from .model import convergence_report
+
+    line, warn = convergence_report(model)
+    print(f"sparkrank {args.command}: {'warning: ' if warn else ''}{line}", file=sys.stderr)
 
 
 def _write_per_query(path: str, qids, per: dict) -> None:
@@ -493,6 +513,8 @@ def _cmd_report(args) -> int:
         raise ValueError("--input is for the score distribution and needs --model")
     out = Path(args.output_dir)
     models = [(Path(m).stem, RankingModel.load(m)) for m in args.model]
+    for _, model in models:
+        _print_convergence(args, model)
     paths = []
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:

@@ -163,6 +163,25 @@ class PassResult:
     state: "StateHandle | None"
 
 
+@dataclass
+class ColumnMoments:
+    """Kernel-weighted column moments from one pass (:meth:`Engine.column_moments`).
+
+    Attributes
+    ----------
+    stats : float64 array (s,)
+        The kernel's summed statistics.
+    first : float64 array (n_features,)
+        ``Xᵀc = Σ_i c_i x_i``.
+    second : float64 array (n_features,)
+        ``(X∘X)ᵀc = Σ_i c_i x_i²`` (column sums of squares weighted per row).
+    """
+
+    stats: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+
 class StateHandle:
     """Opaque reference to per-block kernel state kept by an engine."""
 
@@ -205,6 +224,15 @@ class Engine(ABC):
     @abstractmethod
     def release(self, state: StateHandle) -> None:
         """Free kept state."""
+
+    @abstractmethod
+    def column_moments(self, vector: np.ndarray, kernel: ScoreKernel) -> ColumnMoments:
+        """One stateless pass: ``p = X vector``, ``kernel`` per block, then ``Xᵀc`` and ``(X∘X)ᵀc``.
+
+        What a diagonal preconditioner needs (``diag(Xᵀ A X) ≈ Σ_i a_i x_i²``, see
+        :func:`sparkrank.objectives.base.hessian_diagonal_estimate`).  Sums are double-double
+        exact like :meth:`run`'s, so every engine gives the same float64 results.
+        """
 
     def progress(self) -> dict[str, int]:
         """Work done since the last call, for solver log lines (e.g. passes, rows, groups).

@@ -280,6 +280,39 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
     return task
 
 
+def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int):
+    """``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block, as double-doubles (no kernel state).
+
+    Executor mode (``kernel`` given): the kernel runs on this block's groups at ``X·w``.
+    Driver mode (``kernel=None``): ``c`` is this partition's slice of the broadcast ``c_bc``.
+    """
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows == 0:
+                continue
+            X = open_block(ref.path, ref.width).X
+            if kernel is not None:
+                result = kernel(open_block(ref.path, ref.width).groups, csr_dot(X, w_bc.value[: ref.width]), None)
+                stats, coef = result.stats_dd(), result.coef
+            else:
+                start = row_start[ref.partition]
+                stats, coef = (np.zeros(0), np.zeros(0)), c_bc.value[start: start + ref.n_rows]
+            yield (stats, _padded_tdot(X, coef, n_features), _padded_tdot(X, coef, n_features, power=2),
+                   np.array([ref.n_rows, ref.n_groups]))
+
+    return task
+
+
+def add_moments(a: Any, b: Any):
+    """``treeAggregate`` combiner for :func:`column_moments_task` tuples."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), add_dd(a[2], b[2]), a[3] + b[3]
+
+
 def labels_task():
     """Driver mode set-up: each partition's labels and group ids, tagged with its index."""
 
@@ -305,9 +338,9 @@ def cleanup_task():
     return task
 
 
-def _padded_tdot(X, coef: np.ndarray, n_features: int):
-    """``Xᵀc`` of one block as a double-double padded to ``n_features``."""
-    hi, lo = csr_tdot_dd(X, coef)
+def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
+    """``Xᵀc`` (or ``(X∘X)ᵀc`` with ``power=2``) of one block as a double-double padded to ``n_features``."""
+    hi, lo = csr_tdot_dd(X, coef, power)
     pad = n_features - hi.shape[0]
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
 
