@@ -20,7 +20,7 @@ import numpy as np
 
 from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
-from .data.block import DataError
+from .data.block import DataError, check_max_features, feature_limit
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 from .training import SOLVERS
 
@@ -58,6 +58,9 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--features-col", default="features",
                    help="Parquet features column: Spark ML vector or array (default features)")
     p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
+    p.add_argument("--max-features", type=int, metavar="N",
+                   help="largest feature dimension accepted: a wider input is an error naming its line/row "
+                        "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
     p.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")
@@ -204,7 +207,12 @@ def _spark(args):
     from .spark.session import get_session
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    return get_session(args.master, conf=conf)
+    spark = get_session(args.master, conf=conf)
+    if not args.verbose:
+        from .spark.errors import quiet_task_failure_logs
+
+        quiet_task_failure_logs(spark)
+    return spark
 
 
 def _spark_frame(args):
@@ -241,6 +249,7 @@ def _cmd_train(args) -> int:
     n_features = args.n_features
     if init is not None:
         n_features = max(n_features or 0, init.n_features) or None
+    check_max_features(n_features or 0, None, "--n-features / --init-model")
     with _make_engine(args, n_features) as engine:
         if init is not None:
             w0 = np.zeros(engine.summary.n_features)
@@ -533,9 +542,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args)
     try:
-        return COMMANDS[args.command](args)
+        with feature_limit(getattr(args, "max_features", None)):
+            return COMMANDS[args.command](args)
     except (DataError, FileNotFoundError, ValueError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message
+        from .spark.errors import data_error_in
+
+        data_error = data_error_in(exc)
+        if data_error is None:
+            raise
+        print(f"sparkrank {args.command}: error: {data_error}", file=sys.stderr)
         return 2
 
 

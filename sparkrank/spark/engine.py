@@ -31,6 +31,7 @@ from ..data.groups import QueryGroups
 from ..engines.base import ColumnMoments, DataSummary, Engine, PassResult, ScoreKernel, StateHandle
 from ..engines.exact_sum import dd_round
 from . import blocks
+from .locate import locate_row_error
 
 log = logging.getLogger("sparkrank.spark")
 
@@ -104,6 +105,7 @@ class SparkEngine(Engine):
         self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
+        self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
         self._build()
 
@@ -147,6 +149,7 @@ class SparkEngine(Engine):
         errors = [r.error for r in refs if r.error]
         if errors:
             self._refs_df.unpersist()
+            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0])
             raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
         self.refs = refs
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
@@ -154,6 +157,10 @@ class SparkEngine(Engine):
         self._refs_rdd = self._refs_df.rdd.persist()
         self._refs_rdd.count()
         width = max((r.width for r in refs), default=0)
+        width_error = blocks.fixed_width_error(refs, blocks.feature_type(self._df.schema, self.spec))
+        if width_error:
+            self.close()
+            raise DataError(width_error)
         if self._requested_features is not None and width > self._requested_features:
             self.close()  # the blocks were built: delete them and drop the cached references
             raise DataError(f"data has feature index {width - 1} but n_features={self._requested_features}")
