@@ -22,7 +22,7 @@ import numpy as np
 
 from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
-from .data.block import DataError
+from .data.block import DataError, check_max_features, feature_limit
 from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
 from .io.outputs import WRITE_MODES
@@ -93,6 +93,9 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--feature-cols", nargs="+", metavar="COL",
                    help="numeric columns to use as features (remembered in the model: predict and evaluate "
                         "need no repetition)")
+    g.add_argument("--max-features", type=int, metavar="N",
+                   help="largest feature dimension accepted: a wider input is an error naming its line/row "
+                        "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
     g.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")
@@ -119,6 +122,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scope", choices=("group", "global"), default=None,
                    help="toppush: push each query's positives above its own top negative (group, default) "
                         "or above the top negative of one global ranking")
+    g.add_argument("--no-precondition", dest="precondition", action="store_const", const=False, default=None,
+                   help="tron, ncg: plain CG and the Euclidean stopping rule instead of the diagonal "
+                        "preconditioner and its units-free rule (default on; see README, Conditioning)")
 
 
 def _solver_options(args) -> dict:
@@ -132,6 +138,10 @@ def _solver_options(args) -> dict:
         if args.solver != solver:
             raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
         options[name] = value
+    if args.precondition is False:
+        if args.solver not in ("tron", "ncg"):
+            raise ValueError(f"--no-precondition is an option of --solver tron or ncg, not {args.solver}")
+        options["precondition"] = False
     return options
 
 
@@ -177,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
     p.add_argument("--tol", type=float, default=None,
-                   help="tron, ncg: relative gradient norm (default 1e-3); bmrm: absolute gap (default 1e-3); "
-                        "toppush: relative objective change (default 1e-4)")
+                   help="tron, ncg: relative gradient norm (default 1e-4); bmrm: absolute gap (default 1e-3); "
+                        "toppush: certified relative duality gap (default 1e-3)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
@@ -288,8 +298,8 @@ class _Inputs:
         if model is None:
             return data
         if data.n_features > model.n_features:
-            raise DataError(f"{source.name} has {data.n_features} feature columns but the model has "
-                            f"{model.n_features}")
+            raise DataError(f"{source.name} has {data.n_features} feature columns but the model {model.source} "
+                            f"has {model.n_features}")
         return data.with_features(model.n_features)
 
 
@@ -310,7 +320,12 @@ def _spark(args):
     from .spark.session import get_session
 
     conf = {"spark.driver.memory": args.driver_memory} if getattr(args, "driver_memory", None) else None
-    return get_session(getattr(args, "master", None), conf=conf, log_level="INFO" if args.verbose else "WARN")
+    spark = get_session(getattr(args, "master", None), conf=conf, log_level="INFO" if args.verbose else "WARN")
+    if not args.verbose:
+        from .spark.errors import quiet_task_failure_logs
+
+        quiet_task_failure_logs(spark)
+    return spark
 
 
 def _load_model(path: str):
@@ -332,6 +347,7 @@ def _cmd_train(args) -> int:
     n_features = args.n_features
     if init is not None:
         n_features = max(n_features or 0, init.n_features) or None
+    check_max_features(n_features or 0, None, "--n-features / --init-model")
     source = inputs.source()
     with inputs.engine(source, n_features) as engine:
         if init is not None:
@@ -347,6 +363,7 @@ def _cmd_train(args) -> int:
     print(f"trained {args.solver} on the {inputs.kind} engine: {s['iterations']} iterations, "
           f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
           f"model written to {args.model}")
+    _print_convergence(args, model)
     if args.report:
         _train_report(args, model, inputs)
     return 0
@@ -446,14 +463,26 @@ def _cmd_evaluate(args) -> int:
         check_output_file(args.per_query, inputs.spark)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
     source = inputs.source()
-    with inputs.engine(source, model.n_features) as engine:
+    try:
+        engine = inputs.engine(source, model.n_features)
+    except DataError as exc:  # e.g. data wider than the model: say which model
+        raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
+    with engine:
         result = evaluate_model(model, engine, **opts)
+    _print_convergence(args, model)
     print(json.dumps(result, indent=1))
     if args.output_json:
         filesystem(args.output_json, inputs.spark).write_text(args.output_json, json.dumps(result, indent=1))
     if args.per_query:
         _write_per_query(args, inputs, source, model, opts, per_query_csv)
     return 0
+
+
+def _print_convergence(args, model) -> None:
+    from .model import convergence_report
+
+    line, warn = convergence_report(model)
+    print(f"sparkrank {args.command}: {'warning: ' if warn else ''}{line}", file=sys.stderr)
 
 
 def _write_per_query(args, inputs: "_Inputs", source, model, opts: dict, as_csv: bool) -> None:
@@ -698,6 +727,8 @@ def _cmd_report(args) -> int:
     out = args.output_dir
     _check_report_dir(out, None)
     models = [(U.basename(m).rsplit(".", 1)[0], _load_model(m)) for m in args.model]
+    for _, model in models:
+        _print_convergence(args, model)
     paths = []
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:
@@ -724,9 +755,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args)
     try:
-        return COMMANDS[args.command](args)
+        with feature_limit(getattr(args, "max_features", None)):
+            return COMMANDS[args.command](args)
     except (DataError, OSError, ValueError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message
+        from .spark.errors import data_error_in
+
+        data_error = data_error_in(exc)
+        if data_error is None:
+            raise
+        print(f"sparkrank {args.command}: error: {data_error}", file=sys.stderr)
         return 2
 
 

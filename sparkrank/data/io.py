@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .arrow import FeatureSpec, table_to_csr
+from .arrow import FeatureSpec, label_array, table_to_csr
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
 log = logging.getLogger("sparkrank")
@@ -80,7 +80,7 @@ def ranking_data_from_table(
     group_col = None if group is None else "__sparkrank_group"
     if drop_invalid_rows:
         table = _drop_invalid_rows(table, label_col, group_col, where)
-    labels = _column_numpy(table, label_col, where)
+    labels = label_array(table.column(label_col), label_col, where, DROP_HINT)
     qid = None
     if group_col is not None:
         col = table.column(group_col)
@@ -144,14 +144,6 @@ def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = Tr
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     filesystem(str(path)).write_bytes(str(path), sink.getvalue().to_pybytes())  # atomic, any URI
-
-
-def _column_numpy(table, name: str, where: str) -> np.ndarray:
-    col = table.column(name)
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {name!r} is null in {col.null_count} rows, first in row {row}{DROP_HINT}")
-    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _drop_invalid_rows(table, label_col: str, qid_col: str | None, where: str):
