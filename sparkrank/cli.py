@@ -22,6 +22,7 @@ from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from .data.block import DataError
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
+from .spark.errors import ClusterError
 from .training import SOLVERS
 
 ENGINES = ("spark", "local")
@@ -512,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args)
     try:
         return COMMANDS[args.command](args)
-    except (DataError, FileNotFoundError, ValueError) as exc:
+    except (DataError, FileNotFoundError, ValueError, ClusterError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
         return 2
 
