@@ -96,6 +96,7 @@ def train(
     solver_options: dict | None = None,
     callback: IterationCallback | None = None,
     standardization: str = "none",
+    resume: dict | None = None,
 ) -> RankingModel:
     """Train a linear ranker.
 
@@ -126,6 +127,9 @@ def train(
         reparametrisation of :mod:`sparkrank.standardization`); the model stores it and
         applies it at predict time.  ``w0``, the callback's ``w`` and the model's
         ``weights`` are then on the standardized features.
+    resume : dict, optional
+        The solver's own state from a checkpoint (:mod:`sparkrank.checkpoints`), with ``w0``
+        the checkpoint's weights: the fit continues exactly where that run was.
 
     Returns
     -------
@@ -153,7 +157,7 @@ def train(
             raise ValueError(f"initial weights have shape {w0.shape}, expected ({summary.n_features},)")
     try:
         result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                          callback=callback)
+                          callback=callback, **({"resume": resume} if resume else {}))
     finally:
         objective.close()  # engines shared by several fits (tune, fitMultiple) keep no state
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",

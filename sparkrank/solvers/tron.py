@@ -63,6 +63,7 @@ def tron(
     max_iter: int = 1000,
     max_cg: int = 1000,
     callback: IterationCallback | None = None,
+    resume: dict | None = None,
 ) -> SolverResult:
     """Minimise a twice-differentiable objective by trust-region Newton.
 
@@ -80,6 +81,10 @@ def tron(
         Cap on CG iterations per Newton step.
     callback : callable, optional
         ``callback(iteration, w, record)`` after every iteration (checkpoints, progress).
+    resume : dict, optional
+        ``{"iter": k, "delta": Δ}`` of an accepted iteration's record, with ``w0`` its
+        weights: continue exactly as the run that wrote it (``f`` and ``∇f`` at ``w0`` are
+        recomputed bit for bit; the radius and the iteration count are all else TRON keeps).
     """
     t0 = time.perf_counter()
     w = np.zeros(objective.n_features) if w0 is None else np.array(w0, dtype=np.float64)
@@ -89,11 +94,11 @@ def tron(
     # the stopping rule is relative to the gradient at w = 0 even from a warm start
     # (as LIBLINEAR's tron.cpp), so a start at the optimum stops at once
     gnorm0 = gnorm if not np.any(w) else float(np.linalg.norm(objective.gradient(np.zeros_like(w))))
-    delta = gnorm
+    delta = gnorm if resume is None else float(resume["delta"])
     history: list[dict] = []
     message = "gradient norm below tolerance"
     converged = gnorm <= tol * gnorm0 or gnorm == 0.0
-    it = 0
+    it = 0 if resume is None else int(resume["iter"])
     while not converged and it < max_iter:
         s, r, cg_iter = _steihaug_cg(objective, w, g, delta, max_cg)
         w_new = w + s
