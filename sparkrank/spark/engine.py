@@ -17,9 +17,10 @@ Every pass broadcasts the vector and destroys the broadcast afterwards (Spark ML
 Failures: a lost executor's blocks come back through the cached references' lineage and
 its kept states through their recipes; a task that finds no block file makes the engine
 rebuild the whole store.  Either way the pass is retried, at most :data:`MAX_RECOVERIES`
-times, and the numbers are the undisturbed run's.  Block files go when the engine closes,
-when the driver exits (:func:`_close_at_exit`), and, for applications that died without
-either, at the next start (``blocks.sweep_stale_applications``).
+times, and the numbers are the undisturbed run's.  Block files go when the engine closes
+(a cleanup job), when the driver exits (:func:`_close_at_exit`), when a standalone worker
+ends the application, and, for local applications that died without either, at the next
+start (``blocks.sweep_stale_applications``).
 """
 
 from __future__ import annotations
@@ -61,13 +62,13 @@ _EXIT_HOOK: list[bool] = []
 
 
 def _close_at_exit() -> None:
-    """Driver exit hook: close every open engine (deleting its blocks on the executors), and
-    remove this application's local block directory when executors share the driver's host."""
+    """Driver exit hook: remove the block directories of engines never closed.
+
+    Local mode: the executors share this host, so the application's directory is removed
+    here (no Spark job at exit: the context may be going down).  On a cluster the worker
+    deletes each application's local directories, block files included, when it ends.
+    """
     for engine in list(_OPEN_ENGINES):
-        try:
-            engine.close()
-        except Exception as exc:  # noqa: BLE001 - the context may already be gone at exit
-            log.debug("closing a Spark engine at exit failed: %s", exc)
         if engine.is_local:
             shutil.rmtree(os.path.join(blocks.blocks_root(engine.local_dir), engine.owner.app_id),
                           ignore_errors=True)
@@ -294,6 +295,8 @@ class SparkEngine(Engine):
             if recipe_bc is not None:
                 recipe_bc.destroy()
         if isinstance(total, blocks.MissingStates):
+            if out_id is not None:  # states some partitions wrote in this failed attempt
+                self._released.append(out_id)
             return total
         self._released = [sid for sid in self._released if sid not in released]
         if keep_state:
