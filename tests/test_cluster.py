@@ -67,15 +67,16 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    """3,000 generated rows in Parquet (train) and 900 (test)."""
+    """3,000 generated rows in Parquet (train) and 900 as SVMlight text (test, for ``jobs/convert.py``)."""
     from sparkrank.data.io import write_parquet
+    from sparkrank.data.svmlight import write_svmlight
     from sparkrank.datasets import make_ranking_data
 
     out = tmp_path_factory.mktemp("cluster-data")
     train, _ = make_ranking_data(3000, 10, rows_per_group=30, n_levels=4, density=0.6, seed=3)
     test, _ = make_ranking_data(900, 10, rows_per_group=30, n_levels=4, density=0.6, seed=4)
     write_parquet(out / "train.parquet", train)
-    write_parquet(out / "test.parquet", test)
+    write_svmlight(out / "test.txt", test.X, test.labels, np.repeat(test.qids, np.diff(test.groups.offsets)))
     return out
 
 
@@ -201,10 +202,12 @@ def test_readme_jobs_run_on_workers_without_the_venv(cluster, data, undisturbed,
     local = train(read_ranking_data(data / "train.parquet"), solver="tron", C=1.0, tol=1e-6)
     np.testing.assert_array_equal(_weights(model), local.weights)
 
-    r = _submit(cluster, "evaluate.py", "--model", str(model), "--input", str(data / "test.parquet"))
+    test = tmp_path / "test.parquet"
+    _submit(cluster, "convert.py", "--input", str(data / "test.txt"), "--output", str(test))
+    r = _submit(cluster, "evaluate.py", "--model", str(model), "--input", str(test))
     metrics = json.loads(r.stdout[r.stdout.find("{"): r.stdout.rfind("}") + 1])
     assert 0.5 < metrics["pairwise_accuracy"] <= 1.0, metrics
-    _submit(cluster, "predict.py", "--model", str(model), "--input", str(data / "test.parquet"),
+    _submit(cluster, "predict.py", "--model", str(model), "--input", str(test),
             "--output", str(tmp_path / "scores.parquet"))
     import pyarrow.parquet as pq
 
