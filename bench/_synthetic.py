@@ -90,3 +90,32 @@ def synthetic_parquet(
     tmp.rename(path)
     print(f"wrote {path.name} ({path.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t0:.0f}s", flush=True)
     return path
+
+
+def synthetic_svmlight(n_rows: int, n_features: int, *, rows_per_group: int = 120, n_levels: int = 5,
+                       seed: int = 0, chunk: int = 20_000) -> Path:
+    """The dense :func:`synthetic_parquet` set as LETOR-style SVMlight text (cached like it).
+
+    Written chunk by chunk (each chunk through sparkrank's shortest-round-trip writer, then
+    appended), so memory stays at one chunk; the file is what LIBLINEAR-ranksvm and sparkrank
+    both read in ``bench/train_letor.py --whole-process``.
+    """
+    import pyarrow.parquet as pq
+
+    from sparkrank.data.svmlight import write_svmlight
+
+    source = synthetic_parquet(n_rows, n_features, rows_per_group=rows_per_group, n_levels=n_levels, seed=seed)
+    path = source.with_suffix(".svm")
+    if path.exists():
+        return path
+    t0 = time.perf_counter()
+    tmp, piece = path.with_suffix(".svm.tmp"), path.with_suffix(".svm.piece")
+    with open(tmp, "wb") as out:
+        for batch in pq.ParquetFile(str(source)).iter_batches(batch_size=chunk):
+            X = np.asarray(batch.column("features").flatten(), dtype=np.float32).reshape(-1, n_features)
+            write_svmlight(piece, X, batch.column("label").to_numpy(), batch.column("qid").to_numpy())
+            out.write(piece.read_bytes())
+    piece.unlink()
+    tmp.rename(path)
+    print(f"wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.0f}s", flush=True)
+    return path

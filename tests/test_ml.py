@@ -80,6 +80,9 @@ def test_fit_save_load_transform_gives_identical_scores(spark, df, local_data, f
     summary = model.summary
     assert summary.totalIterations == len(summary.objectiveHistory) > 0
     assert summary.numPairs == local_data.groups.n_pairs and summary.converged
+    text = repr(summary)
+    assert "\n" not in text and text.startswith("LinearRankerSummary(totalIterations=")
+    assert f"numPairs={summary.numPairs}" in text and len(text) < 300
 
     scored = model.transform(df)
     assert scored.columns == df.columns + ["prediction"]  # every input column kept
@@ -188,9 +191,54 @@ def test_cross_validator_with_group_folds_picks_c_like_a_direct_fit(spark, df):
     np.testing.assert_allclose(best.weights, direct.weights, rtol=1e-9, atol=1e-12)
 
 
+def test_cross_validator_over_a_pipeline_builds_the_blocks_once_per_fold(spark, local_data):
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    from sparkrank.ml import LinearRanker, RankingEvaluator, release_blocks, with_group_folds
+    from sparkrank.ml.block_cache import BLOCKS
+
+    names = [f"f{j}" for j in range(5)]
+    frame = spark.createDataFrame([(y, q, i, *x) for y, q, x, i in _rows(local_data)], ["label", "qid", "row"] + names)
+    folded = with_group_folds(frame, "qid", numFolds=2, seed=0).cache()
+
+    def cross_validate(reuse: bool):
+        release_blocks()
+        ranker = LinearRanker(numPartitions=2, maxIter=2, reuseBlocks=reuse)
+        pipe = Pipeline(stages=[VectorAssembler(inputCols=names, outputCol="features"), ranker])
+        grid = ParamGridBuilder().addGrid(ranker.C, [1e-3, 1.0]).build()
+        cv = CrossValidator(estimator=pipe, estimatorParamMaps=grid, numFolds=2, foldCol="fold",
+                            evaluator=RankingEvaluator(metricName="ndcg@10"), parallelism=1)
+        before = BLOCKS.builds
+        model = cv.fit(folded)
+        return model, BLOCKS.builds - before
+
+    shared, shared_builds = cross_validate(True)
+    fresh, fresh_builds = cross_validate(False)
+    # 2 folds x 2 C + the refit on all rows: 5 builds without reuse, 2 folds + 1 refit with it
+    assert fresh_builds == 5
+    assert shared_builds == 3
+    assert shared.avgMetrics == fresh.avgMetrics
+    np.testing.assert_array_equal(shared.bestModel.stages[-1].weights, fresh.bestModel.stages[-1].weights)
+    # a different input (another fold's rows) is never served from the cache
+    release_blocks()
+    before = BLOCKS.builds
+    a = LinearRanker(maxIter=3).fit(VectorAssembler(inputCols=names, outputCol="features").transform(
+        folded.filter("fold = 0")))
+    b = LinearRanker(maxIter=3).fit(VectorAssembler(inputCols=names, outputCol="features").transform(
+        folded.filter("fold = 1")))
+    assert BLOCKS.builds - before == 2
+    assert not np.array_equal(a.weights, b.weights)
+    release_blocks()
+
+
 def test_fit_multiple_over_a_c_grid_builds_the_blocks_once(spark, df, local_data, monkeypatch):
     from sparkrank.ml import LinearRanker
 
+    from sparkrank.ml import release_blocks
+
+    release_blocks()
     built = []
     original = LinearRanker._engine
     monkeypatch.setattr(LinearRanker, "_engine", lambda self, *a: built.append(1) or original(self, *a))

@@ -13,6 +13,7 @@
     scored = best.transform(test_df)
 """
 
+from .block_cache import release_blocks
 from .checkpoint import latest_checkpoint
 from .estimator import LinearRanker
 from .evaluator import RankingEvaluator
@@ -26,5 +27,6 @@ __all__ = [
     "RankingEvaluator",
     "group_train_validation_split",
     "latest_checkpoint",
+    "release_blocks",
     "with_group_folds",
 ]

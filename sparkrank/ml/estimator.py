@@ -16,6 +16,7 @@ from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
 from ..data.block import DataError
+from .block_cache import BLOCKS
 from .checkpoint import CheckpointWriter, latest_checkpoint
 from .model import LinearRankerModel
 from .params import LinearRankerParams
@@ -67,6 +68,11 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         one exists.  The resumed solver counts iterations (and ``maxIter``) afresh.
     solverOptions : dict, optional
         Solver-specific options, passed as ``train(solver_options=...)``.
+    reuseBlocks : bool, default True
+        Keep the blocks built by a fit and reuse them when the next fit has the same input
+        (same DataFrame semantics and data params): ``CrossValidator`` over a ``Pipeline``
+        then builds them once per fold, not once per fold and param map
+        (:mod:`sparkrank.ml.block_cache`).  ``sparkrank.ml.release_blocks()`` frees them.
 
     Notes
     -----
@@ -99,6 +105,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         checkpointInterval: int = 10,
         resumeFromCheckpoint: bool = False,
         solverOptions: dict[str, Any] | None = None,
+        reuseBlocks: bool = True,
     ):
         super().__init__()
         self.setParams(**self._input_kwargs)
@@ -153,32 +160,33 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, dataset) -> LinearRankerModel:
-        spark = dataset.sparkSession
         w0 = self._checked_start(dataset)
-        engine = self._engine(dataset, w0)
-        try:
-            return self._train(engine, spark, w0)
-        finally:
-            engine.close()
+        columns = tuple(c for c in (self.getLabelCol(), self.getGroupCol(), self.getFeaturesCol()) if c)
+        with BLOCKS.engine(dataset, self._data_key(w0), lambda: self._engine(dataset, w0),
+                           keep=self.getOrDefault(self.reuseBlocks), columns=columns) as engine:
+            return self._train(engine, dataset.sparkSession, w0)
 
     def fitMultiple(self, dataset, paramMaps):
-        """Fit one model per param map; when the maps differ only in solver settings (the usual
-        ``C``/``regParam`` grid of ``CrossValidator``), the cached blocks are built once and shared.
+        """Fit one model per param map over one build of the blocks when the maps differ only in
+        solver settings (the usual ``C``/``regParam`` grid of ``CrossValidator``).
 
-        Returns a thread-safe iterator of ``(index, model)``; fits sharing blocks run one at a time.
+        Returns a thread-safe iterator of ``(index, model)``; fits sharing blocks run one at a
+        time.  With ``reuseBlocks=False`` the blocks are still shared inside the grid and freed
+        after its last fit.
         """
-        estimators = [self.copy(pm) for pm in paramMaps]
-        if len({e._data_key() for e in estimators}) != 1:
-            return super().fitMultiple(dataset, paramMaps)
-        return _SharedEngineFits(dataset, estimators)
+        fits = super(LinearRanker, self.copy({self.reuseBlocks: True})).fitMultiple(dataset, paramMaps)
+        if self.getOrDefault(self.reuseBlocks):
+            return fits
+        return _ReleaseBlocksAfter(fits, len(paramMaps))
 
-    #: Params that change the cached blocks or the start point; fits may share an engine
-    #: only when these agree.
+    #: Params that decide what the blocks hold: fits may share an engine only when they agree
+    #: (and when they start from a vector of the same length, which fixes the feature count).
     _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "kernelPlacement", "numPartitions",
-                    "aggregationDepth", "initialWeights", "checkpointDir", "resumeFromCheckpoint")
+                    "aggregationDepth")
 
-    def _data_key(self) -> tuple:
-        return tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
+    def _data_key(self, w0: np.ndarray | None) -> tuple:
+        params = tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
+        return params + (None if w0 is None else len(w0),)
 
     def _checked_start(self, dataset) -> np.ndarray | None:
         """Checks that need no Spark job, then the warm-start weights."""
@@ -246,43 +254,25 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         return CheckpointWriter(spark, directory, self.getOrDefault(self.checkpointInterval), meta)
 
 
-class _SharedEngineFits:
-    """``fitMultiple``'s iterator when all fits can share one engine (built at the first fit,
-    closed after the last one or on the first error)."""
+class _ReleaseBlocksAfter:
+    """Pass ``fitMultiple``'s ``(index, model)`` pairs through; free the shared blocks after the
+    last one or on the first error (``reuseBlocks=False``)."""
 
-    def __init__(self, dataset, estimators: list[LinearRanker]):
-        self.dataset, self.estimators = dataset, estimators
+    def __init__(self, fits, count: int):
+        self.fits, self.left = fits, count
         self.lock = threading.Lock()
-        self.next_index = 0
-        self.engine = None
-        self.w0 = None
 
-    def __iter__(self) -> "_SharedEngineFits":
+    def __iter__(self) -> "_ReleaseBlocksAfter":
         return self
 
     def __next__(self) -> tuple[int, LinearRankerModel]:
+        try:
+            item = next(self.fits)
+        except BaseException:
+            BLOCKS.release()
+            raise
         with self.lock:
-            index = self.next_index
-            if index >= len(self.estimators):
-                raise StopIteration
-            self.next_index += 1
-            est = self.estimators[index]
-            try:
-                if self.engine is None:
-                    self.w0 = est._checked_start(self.dataset)
-                    self.engine = est._engine(self.dataset, self.w0)
-                else:
-                    est._checked_start(self.dataset)
-                model = est._train(self.engine, self.dataset.sparkSession, self.w0)
-            except BaseException:
-                self._close()
-                self.next_index = len(self.estimators)
-                raise
-            if self.next_index == len(self.estimators):
-                self._close()
-            return index, model
-
-    def _close(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+            self.left -= 1
+            if self.left == 0:
+                BLOCKS.release()
+        return item

@@ -49,6 +49,13 @@ class LinearRankerSummary:
     message: str
     history: list[dict[str, Any]] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        # one line: the histories can hold thousands of records
+        last = f"{self.objectiveHistory[-1]:.6g}" if self.objectiveHistory else "n/a"
+        return (f"LinearRankerSummary(totalIterations={self.totalIterations}, converged={self.converged}, "
+                f"objective={last}, seconds={self.seconds:.3g}, numPairs={self.numPairs}, "
+                f"numRows={self.numRows}, numGroups={self.numGroups}, message={self.message!r})")
+
     @classmethod
     def from_model(cls, model: RankingModel) -> "LinearRankerSummary":
         s = model.summary

@@ -122,6 +122,10 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
     resumeFromCheckpoint: Param[bool] = Param(
         Params._dummy(), "resumeFromCheckpoint",
         "start from the latest checkpoint in checkpointDir when there is one", typeConverter=TypeConverters.toBoolean)
+    reuseBlocks: Param[bool] = Param(
+        Params._dummy(), "reuseBlocks",
+        "keep the blocks of the last fit for the next fit on the same input (CrossValidator over a Pipeline)",
+        typeConverter=TypeConverters.toBoolean)
     solverOptions: Param[dict] = Param(
         Params._dummy(), "solverOptions", "solver-specific options passed to train(solver_options=...)",
         typeConverter=_options)
@@ -131,7 +135,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         self._setDefault(
             featuresCol="features", labelCol="label", predictionCol="prediction", groupCol="qid",
             solver="tron", counting=DEFAULT_COUNTING, kernelPlacement="auto", aggregationDepth=2,
-            standardization="none", checkpointInterval=10, resumeFromCheckpoint=False,
+            standardization="none", checkpointInterval=10, resumeFromCheckpoint=False, reuseBlocks=True,
         )
 
     def _maybe(self, param: Param) -> Any:
