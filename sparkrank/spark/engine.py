@@ -152,7 +152,7 @@ class SparkEngine(Engine):
         self._df = self._arrange(df)
         _OPEN_ENGINES.add(self)
         if not _EXIT_HOOK:
-            atexit.register(_close_at_exit)  # after py4j's own hook, so it runs first
+            atexit.register(_close_at_exit)
             _EXIT_HOOK.append(True)
         self._build()
 
