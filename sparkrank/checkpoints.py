@@ -32,7 +32,7 @@ KEEP = 2
 PREFIX = "iter-"
 #: Solvers whose state beyond ``w`` fits in the checkpoint record, so resuming is exact:
 #: solver -> the record keys handed back to it.  Others resume as a warm start from ``w``.
-RESUMABLE: dict[str, tuple[str, ...]] = {"tron": ("iter", "delta")}
+RESUMABLE: dict[str, tuple[str, ...]] = {"tron": ("iter", "trial", "delta")}
 
 
 class CheckpointMismatchError(ValueError):

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import __version__
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
-from .data.block import DataError
+from .data.block import DataError, check_max_features, feature_limit
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 from .spark.errors import ClusterError
 from .training import SOLVERS
@@ -59,6 +59,9 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--features-col", default="features",
                    help="Parquet features column: Spark ML vector or array (default features)")
     p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
+    p.add_argument("--max-features", type=int, metavar="N",
+                   help="largest feature dimension accepted: a wider input is an error naming its line/row "
+                        "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
     p.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")
@@ -77,6 +80,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scope", choices=("group", "global"), default=None,
                    help="toppush: push each query's positives above its own top negative (group, default) "
                         "or above the top negative of one global ranking")
+    g.add_argument("--no-precondition", dest="precondition", action="store_const", const=False, default=None,
+                   help="tron, ncg: plain CG and the Euclidean stopping rule instead of the diagonal "
+                        "preconditioner and its units-free rule (default on; see README, Conditioning)")
 
 
 def _solver_options(args) -> dict:
@@ -90,6 +96,10 @@ def _solver_options(args) -> dict:
         if args.solver != solver:
             raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
         options[name] = value
+    if args.precondition is False:
+        if args.solver not in ("tron", "ncg"):
+            raise ValueError(f"--no-precondition is an option of --solver tron or ncg, not {args.solver}")
+        options["precondition"] = False
     return options
 
 
@@ -129,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
     reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
     p.add_argument("--tol", type=float, default=None,
-                   help="tron, ncg: relative gradient norm (default 1e-3); bmrm: absolute gap (default 1e-3); "
-                        "toppush: relative objective change (default 1e-4)")
+                   help="tron, ncg: relative gradient norm (default 1e-4); bmrm: absolute gap (default 1e-3); "
+                        "toppush: certified relative duality gap (default 1e-3)")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
@@ -205,7 +215,12 @@ def _spark(args):
     from .spark.session import get_session
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    return get_session(args.master, conf=conf)
+    spark = get_session(args.master, conf=conf)
+    if not args.verbose:
+        from .spark.errors import quiet_task_failure_logs
+
+        quiet_task_failure_logs(spark)
+    return spark
 
 
 def _spark_frame(args):
@@ -242,6 +257,7 @@ def _cmd_train(args) -> int:
     n_features = args.n_features
     if init is not None:
         n_features = max(n_features or 0, init.n_features) or None
+    check_max_features(n_features or 0, None, "--n-features / --init-model")
     with _make_engine(args, n_features) as engine:
         if init is not None:
             w0 = np.zeros(engine.summary.n_features)
@@ -258,6 +274,7 @@ def _cmd_train(args) -> int:
     print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
           f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
           f"model written to {args.model}")
+    _print_convergence(args, model)
     if args.report:
         _train_report(args, model)
     return 0
@@ -284,7 +301,7 @@ def _objective_text(value: float) -> str:
 def _load_for_model(args, model):
     data = _load(args)
     if data.n_features > model.n_features:
-        raise DataError(f"{args.input} has {data.n_features} feature columns but the model has {model.n_features}")
+        raise DataError(f"{args.input} has {data.n_features} feature columns but the model {model.source} has {model.n_features}")
     return data.with_features(model.n_features)
 
 
@@ -313,8 +330,13 @@ def _cmd_evaluate(args) -> int:
 
     model = RankingModel.load(args.model)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
-    with _make_engine(args, model.n_features) as engine:
+    try:
+        engine = _make_engine(args, model.n_features)
+    except DataError as exc:  # e.g. data wider than the model: say which model
+        raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
+    with engine:
         result = evaluate_model(model, engine, **opts)
+    _print_convergence(args, model)
     print(json.dumps(result, indent=1))
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(result, indent=1))
@@ -332,6 +354,13 @@ def _cmd_evaluate(args) -> int:
         data = _load_for_model(args, model)
         _write_per_query(args.per_query, data.qids, per_group_metrics(data.groups, model.predict(data), **opts))
     return 0
+
+
+def _print_convergence(args, model) -> None:
+    from .model import convergence_report
+
+    line, warn = convergence_report(model)
+    print(f"sparkrank {args.command}: {'warning: ' if warn else ''}{line}", file=sys.stderr)
 
 
 def _write_per_query(path: str, qids, per: dict) -> None:
@@ -506,6 +535,8 @@ def _cmd_report(args) -> int:
         raise ValueError("--input is for the score distribution and needs --model")
     out = Path(args.output_dir)
     models = [(Path(m).stem, RankingModel.load(m)) for m in args.model]
+    for _, model in models:
+        _print_convergence(args, model)
     paths = []
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:
@@ -533,9 +564,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args)
     try:
-        return COMMANDS[args.command](args)
+        with feature_limit(getattr(args, "max_features", None)):
+            return COMMANDS[args.command](args)
     except (DataError, FileNotFoundError, ValueError, ClusterError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message
+        from .spark.errors import data_error_in
+
+        data_error = data_error_in(exc)
+        if data_error is None:
+            raise
+        print(f"sparkrank {args.command}: error: {data_error}", file=sys.stderr)
         return 2
 
 

@@ -1,4 +1,13 @@
-"""A trained linear ranker: weights + metadata, saved as JSON (+ .npy for large w)."""
+"""A trained linear ranker: weights + metadata, saved as JSON (+ .npy for large w).
+
+File format, version 2 (issue 11): ``weights`` and ``intercept`` apply to the *raw*
+features exactly as :meth:`RankingModel.predict` does, ``score = weights·x + intercept``, so
+any reader (another language, a serving system, SQL) can use them without knowing about
+standardization.  A standardized model also carries ``standardized_weights`` (the solver's
+weights on ``(x − shift)·scale``) and its ``standardization`` (kind, shift, scale).
+Version 1 (no ``format_version`` or 1) stored the solver's weights as ``weights``; it still
+loads and predicts the same.  A ``weights_npy`` sidecar holds what ``weights`` holds.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +21,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .data.block import RankingData
+from .data.block import DataError, RankingData
 from .engines.linalg import csr_dot
 from .standardization import Standardization
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Above this many features the weights are also written to ``<model>.weights.npy``.
 NPY_SIDECAR_MIN_FEATURES = 100_000
 
@@ -45,7 +54,10 @@ class RankingModel:
         message, rows, groups, pairs.
     standardization : Standardization or None
         When set, ``weights`` are on the standardized features and a row scores
-        ``weights·((x − shift)·scale)`` (see :mod:`sparkrank.standardization`).
+        ``weights·((x − shift)·scale)`` (see :mod:`sparkrank.standardization`); the file's
+        ``weights`` are :attr:`raw_weights` (format 2).
+    source : str
+        Where the model was read from (for error messages; not saved).
     """
 
     weights: np.ndarray
@@ -58,6 +70,18 @@ class RankingModel:
     summary: dict[str, Any] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     standardization: Standardization | None = None
+    source: str = field(default="model", repr=False, compare=False)
+
+    def __post_init__(self):
+        self.weights = _weight_vector(self.weights, self.source, "weights")
+        st = self.standardization
+        if st is not None and st.n_features != self.weights.shape[0]:
+            raise ValueError(f"{self.source}: the standardization has {st.n_features} features but there are "
+                             f"{self.weights.shape[0]} weights")
+
+    def check_width(self, n_columns: int) -> None:
+        """A ``DataError`` naming the model when data has more feature columns than it has weights."""
+        check_model_width(n_columns, self.n_features, self.source)
 
     @property
     def n_features(self) -> int:
@@ -89,16 +113,18 @@ class RankingModel:
         if not sp.issparse(X):
             X = sp.csr_matrix(np.atleast_2d(np.asarray(X, dtype=np.float64)))
         X = sp.csr_matrix(X)
-        if X.shape[1] > self.n_features:
-            raise ValueError(f"data has {X.shape[1]} feature columns but the model has {self.n_features}")
+        self.check_width(X.shape[1])
         if self.standardization is None:
             return csr_dot(X, self.weights)
         # w'·((x − shift)·scale) = x·(scale·w') − (shift·scale)·w', without densifying x
         return csr_dot(X, self.raw_weights[: X.shape[1]]) + self.intercept
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["weights"] = [float(v) for v in self.weights]
+        """The file's record (format 2): raw-feature ``weights`` and ``intercept`` first."""
+        d = {"weights": [float(v) for v in self.raw_weights], "intercept": self.intercept}
+        d.update((k, v) for k, v in asdict(self).items() if k not in ("weights", "source"))
+        if self.standardization is not None:
+            d["standardized_weights"] = [float(v) for v in self.weights]
         d["standardization"] = None if self.standardization is None else self.standardization.to_dict()
         d["n_features"] = self.n_features
         d["format_version"] = FORMAT_VERSION
@@ -112,7 +138,7 @@ class RankingModel:
             path.parent.mkdir(parents=True, exist_ok=True)
         d = self.to_dict()
         if self.n_features >= NPY_SIDECAR_MIN_FEATURES:
-            np.save(str(path) + ".weights.npy", self.weights)
+            np.save(str(path) + ".weights.npy", self.raw_weights)
             d["weights_npy"] = path.name + ".weights.npy"
         path.write_text(json.dumps(d, indent=1, default=_json_default))
 
@@ -124,22 +150,50 @@ class RankingModel:
             d = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"cannot read model file {path}: {exc}") from exc
+        if not isinstance(d, dict):
+            raise ValueError(f"model file {path} holds a JSON {type(d).__name__}, not an object with weights")
         sidecar = d.get("weights_npy")
-        weights = np.load(path.parent / sidecar) if sidecar and (path.parent / sidecar).exists() else None
+        weights = None
+        if sidecar and (path.parent / sidecar).exists():
+            try:
+                weights = np.load(path.parent / sidecar, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"cannot read the weights file {path.parent / sidecar} of model {path}: {exc}") from exc
         return cls.from_dict(d, weights=weights, source=str(path))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, weights: np.ndarray | None = None,
                   source: str = "model record") -> "RankingModel":
-        """A model from :meth:`to_dict` output (``weights`` overrides ``d["weights"]``)."""
+        """A model from a format-1 or -2 record (``weights`` overrides ``d["weights"]``).
+
+        Every defect is a ``ValueError`` naming ``source``: not an object, a missing or
+        ``null`` key, weights that are not one finite number per feature, a standardization
+        of another length, an unknown format version.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"{source} holds a JSON {type(d).__name__}, not an object with weights")
         for key in ("weights", "solver", "C"):
-            if key not in d:
-                raise ValueError(f"{source} has no {key!r}")
-        if weights is None:
-            weights = np.asarray(d["weights"], dtype=np.float64)
-        st = d.get("standardization")
+            if d.get(key) is None:
+                raise ValueError(f"{source} has no {key!r}" if key not in d else f"{source} has {key!r}: null")
+        version = d.get("format_version", 1)
+        if version not in (1, FORMAT_VERSION):
+            raise ValueError(f"{source} has format_version {version!r}; this version of sparkrank reads 1 and "
+                             f"{FORMAT_VERSION}")
+        weights = _weight_vector(d["weights"] if weights is None else weights, source, "weights")
+        try:
+            st = Standardization.from_dict(d["standardization"]) if d.get("standardization") else None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: bad standardization record: {exc}") from exc
+        if st is not None and version >= 2:
+            # format 2: `weights` act on raw features; the solver's are `standardized_weights`
+            # (or, when a writer left them out, raw / scale)
+            if d.get("standardized_weights") is not None:
+                weights = _weight_vector(d["standardized_weights"], source, "standardized_weights")
+            elif st.n_features == weights.shape[0]:
+                weights = weights / st.scale
         return cls(
-            standardization=None if not st else Standardization.from_dict(st),
+            standardization=st,
+            source=source,
             weights=weights,
             solver=d["solver"],
             C=float(d["C"]),
@@ -152,6 +206,32 @@ class RankingModel:
         )
 
 
+def check_model_width(n_columns: int, n_weights: int, source: str) -> None:
+    """A ``DataError`` naming the model ``source`` when data has more feature columns than weights.
+
+    Fewer columns are fine (absent trailing features are zeros).  Plain arguments, so a
+    Spark task can check without shipping the model.
+    """
+    if n_columns > n_weights:
+        raise DataError(f"the data has {n_columns} feature columns but the model {source} has only "
+                        f"{n_weights} weights (it never saw the features beyond)")
+
+
+def _weight_vector(value: Any, source: str, key: str) -> np.ndarray:
+    """``value`` as a 1-D float64 array of finite numbers, or a ``ValueError`` naming ``source``."""
+    try:
+        w = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{source}: {key!r} must be a list of numbers ({exc})") from exc
+    if w.ndim != 1:
+        raise ValueError(f"{source}: {key!r} must be one number per feature (a 1-D list), got shape {w.shape}")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise ValueError(f"{source}: {key!r} has {bad.size} non-finite value(s), e.g. weight {int(bad[0])} is "
+                         f"{w[bad[0]]!r}; such a model cannot score anything")
+    return w
+
+
 def _json_default(o):
     if isinstance(o, np.bool_):
         return bool(o)
@@ -162,3 +242,30 @@ def _json_default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def convergence_report(model: RankingModel) -> tuple[str, bool]:
+    """One plain line on whether the model's solver converged, and whether to warn.
+
+    From the training summary: the solver's message, its stopping measure (gradient ratio,
+    gap or relative gap) against the tolerance, and the iteration count.  The warning flag
+    is set when the fit did not converge (iteration cap, a failed line search, no step).
+    """
+    s = model.summary or {}
+    if "converged" not in s:
+        return f"{model.source}: convergence unknown (the model file has no training summary)", False
+    measure, value = s.get("stopping_measure"), s.get("stopping_value")
+    if not measure:  # format-1 summaries: the last log record has the measure
+        last = (s.get("history") or [{}])[-1]
+        measure, value = next(((k.replace("_", " "), last[k]) for k in ("grad_ratio", "relative_gap", "gap")
+                               if k in last), ("", None))
+    detail = ""
+    if measure and value is not None and math.isfinite(float(value)):
+        detail = f", final {measure} {float(value):.3g} (tol {model.tol:.3g})"
+    what = f"{model.solver} after {s.get('iterations', '?')} iterations: {s.get('message', 'no message')}{detail}"
+    if s["converged"]:
+        return f"converged: {what}", False
+    capped = str(s.get("message", "")).startswith("reached max_iter")
+    advice = ("the iteration cap stopped it before the tolerance; retrain with a larger --max-iter"
+              if capped else "the scores are not those of the optimum")
+    return f"NOT converged: {what}; {advice}", True

@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from .conventions import c_from_lambda, lambda_from_c
-from .data.block import RankingData
+from .data.block import DataError, RankingData
 from .engines.base import Engine
 from .engines.local import LocalEngine
 from .kernels.counting import DEFAULT_COUNTING, check_counting_method
@@ -22,13 +22,13 @@ from .solvers.apg import apg
 from .solvers.bmrm import bmrm
 from .solvers.ncg import ncg
 from .solvers.result import IterationCallback, SolverResult
+from .solvers.safeguards import NonFiniteError, start_point
 from .solvers.tron import tron
 from .standardization import standardized_engine
 
 log = logging.getLogger("sparkrank")
 
 DEFAULT_C = 1.0
-DEFAULT_TOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,25 @@ class SolverSpec:
     default_tol: float = 1e-3
     warm_start: bool = True
     """Whether ``run`` accepts a starting ``w0`` (a dual method such as TopPush does not)."""
+    run_options: tuple[str, ...] = ()
+    """Keys of ``solver_options`` that go to ``run`` (the optimiser) instead of the objective."""
 
 
 SOLVERS: dict[str, SolverSpec] = {
-    "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000),
+    # run option: precondition=True|False (diagonal PCG, see sparkrank.solvers.tron)
+    # default tol 1e-4 (LIBLINEAR: 1e-3): in the preconditioned, units-free norm 1e-3 left MQ2008's
+    # objective 1.5e-4 above the optimum, 1e-4 left 6e-6 for 3-4 more Newton steps (README, Conditioning)
+    "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000, 1e-4,
+                       run_options=("precondition",)),
     "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
     # options: threshold=0.0 (label > threshold is positive), scope="group"|"global" (see TopPushObjective)
+    # tol: certified relative duality gap (see sparkrank.solvers.apg)
     "toppush": SolverSpec("toppush", "TopPush: positives above the top negative (li2014)", TopPushObjective, apg,
-                          1000, 1e-4, warm_start=False),
-    # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective)
-    "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-3),
+                          5000, 1e-3, warm_start=False),
+    # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective);
+    # run option: precondition=True|False (see sparkrank.solvers.ncg)
+    "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-4,
+                      run_options=("precondition",)),
 }
 
 
@@ -78,9 +87,12 @@ def make_objective(
 ) -> Objective:
     """The training objective of ``solver`` with LIBLINEAR-convention ``C`` on ``engine``'s data.
 
-    ``options`` are solver-specific keyword options (see each solver's objective).
+    ``options`` are solver-specific keyword options (see each solver's objective); the
+    optimiser's own (:attr:`SolverSpec.run_options`, e.g. ``precondition``) are ignored here.
     """
-    return solver_spec(solver).make_objective(engine, C, check_counting_method(counting), **options)
+    spec = solver_spec(solver)
+    options = {k: v for k, v in options.items() if k not in spec.run_options}
+    return spec.make_objective(engine, C, check_counting_method(counting), **options)
 
 
 def train(
@@ -112,14 +124,16 @@ def train(
         Regularisation, LIBLINEAR ``C`` (default 1) for every solver, or BMRM ``λ`` (RankSVM
         solvers only); converted with :mod:`sparkrank.conventions`.
     tol : float, optional
-        Stopping tolerance (default: the solver's). TRON: relative gradient norm; BMRM:
-        absolute gap.
+        Stopping tolerance (default: the solver's). TRON, NCG: relative gradient norm (1e-4;
+        in the units-free preconditioned norm unless ``precondition=False``); BMRM: absolute
+        gap (1e-3); TopPush: certified relative duality gap (1e-3).
     counting : {"selection", "rbtree", "direct", "pairs"}
     max_iter : int, optional
     w0 : ndarray, optional
         Warm start.
     solver_options : dict, optional
-        Solver-specific keyword options handed to the solver's objective.
+        Solver-specific keyword options handed to the solver's objective, except the
+        optimiser's own (``precondition=False`` for plain TRON/NCG), handed to the solver.
     callback : callable, optional
         ``callback(iteration, w, record)`` after every solver iteration.
     standardization : {"none", "minmax", "standard"}
@@ -148,18 +162,30 @@ def train(
         summary.n_groups_without_pairs, summary.n_pairs, C,
     )
     options = dict(solver_options or {})
+    run_options = {k: options.pop(k) for k in spec.run_options if k in options}
     tol = spec.default_tol if tol is None else float(tol)
+    if w0 is not None:
+        if np.shape(w0) != (summary.n_features,):
+            raise ValueError(f"initial weights have shape {np.shape(w0)}, expected ({summary.n_features},)")
+        w0 = start_point(w0, summary.n_features)  # non-finite initial weights are an error
     engine, standardizer = standardized_engine(engine, standardization)
     objective = _WithEngineProgress(make_objective(engine, solver, C, counting, **options), engine)
-    if w0 is not None:
-        w0 = np.asarray(w0, dtype=np.float64)
-        if w0.shape != (summary.n_features,):
-            raise ValueError(f"initial weights have shape {w0.shape}, expected ({summary.n_features},)")
     try:
-        result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                          callback=callback, **({"resume": resume} if resume else {}))
+        # overflow is detected and reported (NonFiniteError), not warned about on the way
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
+                              callback=callback, **run_options, **({"resume": resume} if resume else {}))
+    except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
+        diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
+        if not diagnosis:
+            raise
+        raise DataError(f"{solver} failed: {exc}; {diagnosis}") from exc
     finally:
         objective.close()  # engines shared by several fits (tune, fitMultiple) keep no state
+    if result.iterations == 0 and not result.converged:
+        diagnosis = feature_magnitude_diagnosis(engine, only_extreme=True)
+        if diagnosis:
+            raise DataError(f"{solver} made no step from its start ({result.message}); {diagnosis}")
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
              solver, result.iterations, result.message, result.objective, result.seconds)
     return RankingModel(
@@ -170,12 +196,15 @@ def train(
         lam=float(objective.lam if hasattr(objective, "lam") else lambda_from_c(C, summary.n_pairs)),
         tol=tol,
         counting=counting,
-        options=options,
+        options={**options, **run_options},
         summary={
             "iterations": result.iterations,
             "objective": result.objective,
             "converged": result.converged,
             "message": result.message,
+            "stopping_measure": result.measure,
+            "stopping_value": result.measure_value,
+            "max_iter": max_iter or spec.default_max_iter,
             "seconds": result.seconds,
             "history": result.history,
             "n_rows": summary.n_rows,
@@ -185,6 +214,36 @@ def train(
             **(objective.facts() if hasattr(objective, "facts") else {}),
         },
     )
+
+
+#: Feature magnitudes beyond which products of features and weights leave float64's range.
+OVERFLOW_MAGNITUDE = 1e100
+UNDERFLOW_MAGNITUDE = 1e-100
+
+
+def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False) -> str:
+    """Which feature's magnitude explains a non-finite or vanishing objective (one statistics pass).
+
+    E.g. ``"features overflow: feature 4 (weight index 3) has |x| up to 1.2e+150; use
+    --standardization or rescale"``.  Features are numbered from 1 as in SVMlight files.
+    With ``only_extreme``, ``""`` when every magnitude is unremarkable.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        stats = engine.feature_statistics()
+    magnitude = np.maximum(np.abs(stats.min), np.abs(stats.max))
+    magnitude[np.isnan(magnitude)] = 0.0
+    if magnitude.size == 0:
+        return "" if only_extreme else "the data has no features"
+    k = int(np.argmax(magnitude))
+    top = float(magnitude[k])
+    advice = "use --standardization (standardization='standard' or 'minmax') or rescale the features"
+    if top >= OVERFLOW_MAGNITUDE:
+        return f"features overflow: feature {k + 1} (weight index {k}) has |x| up to {top:.3g}; {advice}"
+    if 0 < top <= UNDERFLOW_MAGNITUDE:
+        return f"features underflow: the largest |x| of any feature is {top:.3g} (feature {k + 1}); {advice}"
+    if top == 0:
+        return "every feature is zero on every row: there is nothing to learn"
+    return "" if only_extreme else f"feature magnitudes look ordinary (largest |x| {top:.3g}, feature {k + 1})"
 
 
 class _WithEngineProgress:

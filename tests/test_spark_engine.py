@@ -90,7 +90,7 @@ def test_null_label_is_an_error_naming_the_column(spark, tmp_path):
     table = pa.table({"label": [1.0, None, 0.0], "qid": [1, 1, 1],
                       "indices": [[0], [0], [1]], "values": [[1.0], [2.0], [3.0]]})
     pq.write_table(table, tmp_path / "bad.parquet")
-    with pytest.raises(DataError, match=r"column 'label' is null in 1 rows, e.g. .*qid=1"):
+    with pytest.raises(DataError, match=r"bad.parquet: row 1: column 'label' is null \(in 1 rows\)"):
         SparkEngine(spark.read.parquet(str(tmp_path / "bad.parquet")), num_partitions=1)
 
 
@@ -135,7 +135,7 @@ def test_nan_feature_is_an_error_naming_row_and_column(spark, tmp_path):
     table = pa.table({"label": [1.0, 2.0], "qid": [1, 1],
                       "indices": [[0, 3], [1]], "values": [[1.0, float("nan")], [2.0]]})
     pq.write_table(table, tmp_path / "nan.parquet")
-    with pytest.raises(DataError, match=r"feature column 3 of row 0 is nan"):
+    with pytest.raises(DataError, match=r"nan.parquet: row 0: feature column 3 is nan"):
         SparkEngine(spark.read.parquet(str(tmp_path / "nan.parquet")), num_partitions=1)
 
 

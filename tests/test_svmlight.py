@@ -390,3 +390,23 @@ def test_error_some_lines_without_qid(tmp_path):
     with pytest.raises(SVMLightFormatError, match="line 4 has no qid") as ei:
         read_svmlight(p)
     assert ei.value.line == 4
+
+
+def test_chunked_scan_equals_one_pass(tmp_path, monkeypatch):
+    """The scanner runs chunk by chunk (handing back the pages of the memory map after
+    each): tiny chunks give the same arrays and the same error line numbers."""
+    import sparkrank.data.svmlight as svm
+
+    rng = np.random.default_rng(5)
+    lines = [f"{int(rng.integers(0, 3))} qid:{i // 7} 1:{rng.random()!r} 4:{rng.random()!r}" for i in range(400)]
+    lines[100] = "# a comment\r\n\r\n" + lines[100] + " # tail"
+    p = write_text(tmp_path, "\n".join(lines) + "\n", "c.txt")
+    whole = read_svmlight(p)
+    monkeypatch.setattr(svm, "CHUNK_BYTES", 97)
+    assert len(svm._chunks(p.read_bytes())) > 50
+    chunked = read_svmlight(p)
+    assert np.array_equal(bits(whole.X.toarray()), bits(chunked.X.toarray()))
+    assert np.array_equal(whole.labels, chunked.labels) and np.array_equal(whole.qid, chunked.qid)
+    bad = write_text(tmp_path, "\n".join(lines[:300] + ["1 qid:1 2:x"] + lines[300:]) + "\n", "bad.txt")
+    with pytest.raises(SVMLightFormatError, match="on line 303"):
+        read_svmlight(bad)

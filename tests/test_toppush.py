@@ -357,13 +357,14 @@ def test_apg_dual_objective_decreases_and_history_is_complete(rng):
 def test_train_registers_toppush_with_options(rng):
     from sparkrank.training import SOLVERS, train
 
-    assert SOLVERS["toppush"].default_tol == 1e-4
+    spec = SOLVERS["toppush"]
+    assert spec.default_tol == 1e-3  # a certified relative duality gap
     data = _tiny(rng, n_rows=60)
     model = train(data, solver="toppush", C=1.0, solver_options={"scope": "global", "threshold": 1.0})
     obj = TopPushObjective(LocalEngine(data), C=1.0, scope="global", threshold=1.0)
     assert model.summary["objective"] == pytest.approx(obj.value(model.weights), rel=1e-12)
     assert model.options == {"scope": "global", "threshold": 1.0}
-    res = apg(obj, tol=1e-4, max_iter=1000)
+    res = apg(obj, tol=spec.default_tol, max_iter=spec.default_max_iter)
     np.testing.assert_array_equal(model.weights, res.w)
 
 
@@ -482,3 +483,27 @@ def test_positives_at_top_counts_ties_against_the_model():
     scores = np.array([2.0, 1.0, 1.0])  # the second positive ties the negative
     assert positives_at_top(groups, scores) == 0.5
     assert precision_at_k(groups, scores, 2) == 0.5  # the tied negative ranks first
+
+
+# --------------------------------------------------------------------------- certified duality gap
+
+
+@pytest.mark.parametrize("scope", ["group", "global"])
+def test_reported_gap_bounds_the_true_primal_suboptimality(scope):
+    from sparkrank.datasets import make_ranking_data
+    from sparkrank.training import train
+
+    data, _ = make_ranking_data(600, 8, rows_per_group=30, n_levels=3, density=0.6, seed=9)
+    options = {"scope": scope, "threshold": 1.0}
+    default = train(data, solver="toppush", C=1.0, solver_options=options)
+    tight = train(data, solver="toppush", C=1.0, tol=1e-9, max_iter=100_000, solver_options=options)
+    s = default.summary
+    assert s["converged"] and s["stopping_measure"] == "relative gap"
+    assert s["stopping_value"] <= default.tol == 1e-3
+    # P(w_default) − min P ≤ the certified gap (relative to P(w_default))
+    suboptimality = s["objective"] - tight.summary["objective"]
+    assert 0 <= suboptimality <= s["stopping_value"] * s["objective"]
+    # every iteration's record (and log line) carries the gap
+    gaps = [r["relative_gap"] for r in s["history"]]
+    assert gaps[-1] <= 1e-3 < gaps[0]
+    assert tight.summary["stopping_value"] <= 1e-9

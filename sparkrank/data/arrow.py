@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from .block import DataError
+from .block import DataError, check_max_features, max_features_limit, max_features_message
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,35 @@ class FeatureSpec:
         )
 
 
+class RowError(DataError):
+    """Bad data in one row of a table: ``"{where}row {row}: {detail}"``.
+
+    Callers that know the row better than its position in the table (a Spark block, whose
+    rows were shuffled, knows its qid) re-word it from ``row`` and ``detail``.
+    """
+
+    def __init__(self, where: str, row: int, detail: str):
+        super().__init__(f"{where}row {row}: {detail}")
+        self.row = row
+        self.detail = detail
+
+
+def label_array(col, name: str, where: str, drop_hint: str = "") -> np.ndarray:
+    """A numeric, non-null, finite label column as float64 (one check for both engines)."""
+    col = _combine(col)
+    typ = col.type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
+        raise DataError(f"{where}column {name!r} has type {typ}: labels must be numbers")
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise RowError(where, row, f"column {name!r} is null (in {col.null_count} rows){drop_hint}")
+    y = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise RowError(where, int(bad[0]), f"column {name!r} is {float(y[bad[0]])!r} (in {bad.size} rows){drop_hint}")
+    return y
+
+
 def _combine(col) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
@@ -50,30 +79,32 @@ def _row_of(indptr: np.ndarray, k: int) -> int:
     return int(np.searchsorted(indptr, k, side="right") - 1)
 
 
-def lists_to_csr(indices, values, n_features: int | None, dtype, where: str = "") -> sp.csr_matrix:
+def lists_to_csr(indices, values, n_features: int | None, dtype, where: str = "",
+                 max_features: int | None = None) -> sp.csr_matrix:
     """CSR from list<int> indices and list<float> values of equal row lengths."""
     ind, val = _combine(indices), _combine(values)
     if ind.null_count or val.null_count:
         row = int(np.flatnonzero(ind.is_null().to_numpy(zero_copy_only=False) | val.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}row {row} has a null feature list")
+        raise RowError(where, row, "the feature list is null")
     ilen = ind.value_lengths().to_numpy(zero_copy_only=False)
     vlen = val.value_lengths().to_numpy(zero_copy_only=False)
     if not np.array_equal(ilen, vlen):
         row = int(np.flatnonzero(ilen != vlen)[0])
-        raise DataError(f"{where}row {row} has {ilen[row]} feature indices but {vlen[row]} values")
+        raise RowError(where, row, f"{ilen[row]} feature indices but {vlen[row]} values")
     indptr = np.zeros(len(ilen) + 1, dtype=np.int64)
     np.cumsum(ilen, out=indptr[1:])
     flat_i = ind.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     flat_v = val.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    return _build(flat_v, flat_i, indptr, n_features, where)
+    return _build(flat_v, flat_i, indptr, n_features, where, max_features)
 
 
-def vectors_to_csr(col, n_features: int | None, dtype, where: str = "") -> sp.csr_matrix:
+def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
+                   max_features: int | None = None) -> sp.csr_matrix:
     """CSR from a Spark ML vector struct column (sparse and dense rows mixed)."""
     arr = _combine(col)
     if arr.null_count:
         row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}feature vector of row {row} is null")
+        raise RowError(where, row, "the feature vector is null")
     kind = arr.field("type").to_numpy(zero_copy_only=False)
     size = arr.field("size").to_numpy(zero_copy_only=False)
     values = arr.field("values")
@@ -88,25 +119,26 @@ def vectors_to_csr(col, n_features: int | None, dtype, where: str = "") -> sp.cs
         sparse_slots = np.repeat(~dense_rows, lengths)
         flat_i[sparse_slots] = arr.field("indices").flatten().to_numpy(zero_copy_only=False)
     widths = np.where(dense_rows, lengths, np.nan_to_num(size, nan=0).astype(np.int64))
-    width = int(widths.max()) if widths.size else 0
-    return _build(flat_v, flat_i, indptr, max(width, n_features or 0), where)
+    _same_width(widths, "feature vectors differ in size", where)
+    width = int(widths[0]) if widths.size else 0
+    return _build(flat_v, flat_i, indptr, max(width, n_features or 0), where, max_features)
 
 
-def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "") -> sp.csr_matrix:
+def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
+                       max_features: int | None = None) -> sp.csr_matrix:
     """CSR from a dense list<float|double> column (every row the same length)."""
     arr = _combine(col)
     if arr.null_count:
         row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}feature array of row {row} is null")
+        raise RowError(where, row, "the feature array is null")
     lengths = arr.value_lengths().to_numpy(zero_copy_only=False)
-    if lengths.size and np.any(lengths != lengths[0]):
-        row = int(np.flatnonzero(lengths != lengths[0])[0])
-        raise DataError(f"{where}feature arrays differ in length: {lengths[0]} in row 0, {lengths[row]} in row {row}")
+    _same_width(lengths, "feature arrays differ in length", where)
     width = int(lengths[0]) if lengths.size else 0
+    check_max_features(max(width, n_features or 0), max_features, f"{where}a feature array of length {width}")
     dense = arr.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
     bad = np.argwhere(~np.isfinite(dense))
     if bad.size:
-        raise DataError(f"{where}feature column {int(bad[0, 1])} of row {int(bad[0, 0])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
+        raise RowError(where, int(bad[0, 0]), f"feature column {int(bad[0, 1])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
     X = sp.csr_matrix(dense)
     if n_features and n_features > width:
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
@@ -114,36 +146,65 @@ def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "") -> s
 
 
 def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features: int | None, dtype,
-                 where: str = "") -> sp.csr_matrix:
-    """Features of ``table`` as CSR according to ``spec``."""
+                 where: str = "", max_features: int | None = None) -> sp.csr_matrix:
+    """Features of ``table`` as CSR according to ``spec``.
+
+    Raises :class:`RowError` naming the row (its position in ``table``) for bad values,
+    indices that are not strictly increasing, mixed array lengths or vector sizes, and a
+    width beyond ``max_features`` (default: the limit in force).
+    """
     if spec.features_col is None:
-        return lists_to_csr(table.column(spec.indices_col), table.column(spec.values_col), n_features, dtype, where)
+        return lists_to_csr(table.column(spec.indices_col), table.column(spec.values_col), n_features, dtype, where,
+                            max_features)
     col = table.column(spec.features_col)
     typ = col.type
     if pa.types.is_struct(typ):
         names = {typ.field(i).name for i in range(typ.num_fields)}
         if "type" not in names:  # a plain struct<indices, values> (sparkrank's SVMlight reader)
             arr = _combine(col)
-            return lists_to_csr(arr.field("indices"), arr.field("values"), n_features, dtype, where)
-        return vectors_to_csr(col, n_features, dtype, where)
+            return lists_to_csr(arr.field("indices"), arr.field("values"), n_features, dtype, where, max_features)
+        return vectors_to_csr(col, n_features, dtype, where, max_features)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
-        return dense_lists_to_csr(col, n_features, dtype, where)
+        return dense_lists_to_csr(col, n_features, dtype, where, max_features)
     raise DataError(f"{where}feature column {spec.features_col!r} has unsupported type {typ}")
 
 
-def _build(flat_v, flat_i, indptr, n_features, where) -> sp.csr_matrix:
+def _same_width(widths: np.ndarray, what: str, where: str) -> None:
+    """Dense arrays and ML vectors have one width (the README: mixed widths are an error)."""
+    if widths.size and np.any(widths != widths[0]):
+        row = int(np.flatnonzero(widths != widths[0])[0])
+        raise RowError(where, row, f"{what}: {int(widths[row])} here but {int(widths[0])} in the rows before")
+
+
+def _build(flat_v, flat_i, indptr, n_features, where, max_features: int | None = None) -> sp.csr_matrix:
     if flat_i.size:
         lo = int(flat_i.min())
         if lo < 0:
             k = int(np.flatnonzero(flat_i < 0)[0])
-            raise DataError(f"{where}row {_row_of(indptr, k)} has negative feature index {int(flat_i[k])}")
+            raise RowError(where, _row_of(indptr, k), f"negative feature index {int(flat_i[k])}")
+        # strictly increasing inside each row, as in SVMlight text (a later CSR would sort
+        # and sum duplicates in place, which read-only Arrow buffers cannot take)
+        step = np.diff(flat_i)
+        new_row = np.zeros(step.size, dtype=bool)
+        starts = indptr[1:-1]
+        new_row[starts[(starts > 0) & (starts <= step.size)] - 1] = True
+        bad = np.flatnonzero((step <= 0) & ~new_row)
+        if bad.size:
+            k = int(bad[0]) + 1
+            raise RowError(where, _row_of(indptr, k), "feature indices are not strictly increasing: "
+                                                     f"{int(flat_i[k])} after {int(flat_i[k - 1])}")
     bad = np.flatnonzero(~np.isfinite(flat_v))
     if bad.size:
         k = int(bad[0])
-        raise DataError(f"{where}feature column {int(flat_i[k])} of row {_row_of(indptr, k)} is {float(flat_v[k])!r}")
+        raise RowError(where, _row_of(indptr, k), f"feature column {int(flat_i[k])} is {float(flat_v[k])!r}")
     width = int(flat_i.max()) + 1 if flat_i.size else 0
     if n_features is not None and width > n_features:
         k = int(np.flatnonzero(flat_i >= n_features)[0])
-        raise DataError(f"{where}row {_row_of(indptr, k)} has feature index {int(flat_i[k])} but n_features={n_features}")
+        raise RowError(where, _row_of(indptr, k), f"feature index {int(flat_i[k])} but n_features={n_features}")
     n = max(width, n_features or 0)
+    limit = max_features_limit(max_features)
+    if n > limit and width == n:
+        k = int(np.argmax(flat_i))
+        raise RowError(where, _row_of(indptr, k), max_features_message(f"feature index {int(flat_i[k])}", n, limit))
+    check_max_features(n, limit, f"{where}a feature width of {n}")
     return sp.csr_matrix((flat_v, flat_i, indptr), shape=(len(indptr) - 1, n))

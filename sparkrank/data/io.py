@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..datasets import resolve_input
-from .arrow import FeatureSpec, table_to_csr
+from .arrow import FeatureSpec, label_array, table_to_csr
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
 log = logging.getLogger("sparkrank")
@@ -80,7 +80,7 @@ def read_parquet(
         raise DataError(f"{where}no label column {label_col!r} (columns: {', '.join(names)})")
     if drop_invalid_rows:
         table = _drop_invalid_rows(table, label_col, qid_col if qid_col in names else None, where)
-    labels = _column_numpy(table, label_col, where)
+    labels = label_array(table.column(label_col), label_col, where, DROP_HINT)
     qid = None
     if qid_col and qid_col in names:
         col = table.column(qid_col)
@@ -116,14 +116,6 @@ def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = Tr
         columns["qid"] = pa.array(qid)
     table = pa.table(columns).replace_schema_metadata({"sparkrank.n_features": str(data.n_features)})
     pq.write_table(table, str(path))
-
-
-def _column_numpy(table, name: str, where: str) -> np.ndarray:
-    col = table.column(name)
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {name!r} is null in {col.null_count} rows, first in row {row}{DROP_HINT}")
-    return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _drop_invalid_rows(table, label_col: str, qid_col: str | None, where: str):

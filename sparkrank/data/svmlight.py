@@ -5,10 +5,11 @@ Format, one example per line::
     label [qid:Q] index:value index:value ... [# comment]
 
 Indices are 1-based (``zero_based=True`` accepts 0-based files), strictly increasing within
-a line; tokens are separated by spaces or tabs; LF or CRLF line endings; blank lines and
-comment-only lines are skipped.  ``Q`` is an integer or any other token without blanks (then
-the qids are returned as strings).  A file without any ``qid:`` is one global ranking.
-gzip-compressed files are recognised by their magic bytes and decompressed in memory.
+a line; tokens are separated by spaces or tabs; LF, CRLF or lone CR line endings (as Hadoop
+splits lines); blank lines and comment-only lines are skipped.  ``Q`` is an integer or any
+other token without blanks; the first qid decides (see :class:`QidLayout`).  A file without
+any ``qid:`` is one global ranking.  gzip-compressed files are recognised by their magic
+bytes (not their name) and decompressed in memory.
 
 How the reader is fast
 ----------------------
@@ -52,6 +53,7 @@ import gzip
 import math
 import mmap
 import os
+import zlib
 from dataclasses import dataclass
 from typing import Iterator, Sequence, Union
 
@@ -59,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .block import DataError, RankingData
+from .block import DataError, RankingData, max_features_limit, max_features_message
 
 __all__ = [
     "SVMLightFormatError",
@@ -104,16 +106,19 @@ class SVMLightFile:
     labels : float64 ndarray (m,)
         The label of every row.
     qid : ndarray (m,) or None
-        int64 when every qid token is an integer, a numpy ``str`` array (the tokens as
-        written) otherwise; ``None`` when the file has no ``qid:`` at all.
+        int64 when the first qid is an integer (then every one is), a numpy ``str`` array
+        (the tokens as written) otherwise; ``None`` when the file has no ``qid:`` at all.
     n_bytes : int
         Number of (uncompressed) text bytes parsed.
+    qid_layout : QidLayout or None
+        The qid rule the rows followed (``None`` for text without data lines).
     """
 
     X: sp.csr_matrix
     labels: np.ndarray
     qid: np.ndarray | None
     n_bytes: int
+    qid_layout: "QidLayout | None" = None
 
 
 # --------------------------------------------------------------------------------------
@@ -141,6 +146,7 @@ _E_QID_EMPTY = 9
 _E_QID_POS = 10
 _E_NFEAT = 11  # aux1 = index
 _E_INDEX_BIG = 12
+_E_MAX_FEATURES = 13  # aux1 = index
 
 _U64 = np.uint64
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -184,13 +190,16 @@ def _pow5_table() -> np.ndarray:
 _POW5_128 = _pow5_table()
 
 
-# Byte classes, looked up instead of chains of comparisons: 1 = blank (space, tab, CR,
-# VT, FF; a CR is only ever part of a CRLF line end or stray whitespace), 2 = ends a token
-# (blanks, LF, '#': a comment may touch the last token).
+# Byte classes, looked up instead of chains of comparisons: 1 = blank (space, tab, VT,
+# FF), 2 = ends a token (blanks, LF, CR, '#': a comment may touch the last token).  LF,
+# CRLF and a lone CR all end a line, exactly as Hadoop's LineRecordReader splits lines,
+# so the Spark reader (which gets its lines from Hadoop) and this one agree on every
+# file, line numbers included.
 _BYTE_CLASS = np.zeros(256, dtype=np.uint8)
-for _c in b" \t\r\x0b\x0c":
+for _c in b" \t\x0b\x0c":
     _BYTE_CLASS[_c] = 3
 _BYTE_CLASS[ord("\n")] = 2
+_BYTE_CLASS[ord("\r")] = 2
 _BYTE_CLASS[ord("#")] = 2
 del _c
 
@@ -203,6 +212,19 @@ def _is_term(c) -> bool:
 @njit(cache=True)
 def _is_blank(c) -> bool:
     return (_BYTE_CLASS[c] & 1) != 0
+
+
+@njit(cache=True)
+def _is_eol(c) -> bool:
+    return c == 10 or c == 13
+
+
+@njit(cache=True)
+def _after_eol(buf, p):
+    """Position after the line end at ``buf[p]`` (LF, CR, or CRLF as one line end)."""
+    if buf[p] == 13 and p + 1 < buf.shape[0] and buf[p + 1] == 10:
+        return p + 2
+    return p + 1
 
 
 @njit(cache=True)
@@ -444,12 +466,12 @@ def _parse_number(buf, p):
 
 @njit(cache=True)
 def _count_bytes(buf):
-    """Pass 1: number of newlines and of ':' bytes (bounds on rows and non-zeros)."""
+    """Pass 1: number of LF and CR bytes and of ':' bytes (bounds on rows and non-zeros)."""
     nl = 0
     colons = 0
     for i in range(buf.shape[0]):  # branch-free, so LLVM vectorises it
         c = buf[i]
-        nl += np.int64(c == 10)
+        nl += np.int64(c == 10) + np.int64(c == 13)
         colons += np.int64(c == 58)
     return nl, colons
 
@@ -514,33 +536,26 @@ def _parse_qid(buf, s, te):
 
 
 @njit(cache=True)
-def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit):
-    """Pass 2: fill every output array; never raises (errors come back in ``err``).
+def _scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels, indptr, indices, values,
+          qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
+    """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
+
+    ``hi`` is right after a LF (or the end of the text), so a chunk holds whole lines and
+    the file can be scanned chunk by chunk.  ``state`` = [line, row, nnz, max_col, n_slow]
+    carries the counters from one chunk to the next (lines are numbered from ``line + 1``;
+    the text may be a piece of a file).  ``n_features_limit`` and ``max_features`` (-1:
+    none) bound the column indices: the first is the caller's fixed width, the second the
+    guard against a huge dimension.  Returns ``slow`` (grown if needed).
 
     ``err`` = [code, line, token start, token end, aux1, aux2]; ``slow`` holds 4 entries
     per token, (target, start, end, line), with target >= 0 an index into ``values`` and
     target < 0 the label of row ``-target - 1``.
     """
-    n = buf.shape[0]
-    labels = np.empty(max_rows, np.float64)
-    indptr = np.empty(max_rows + 1, np.int64)
-    indices = np.empty(max_nnz, np.int32)
-    values = np.empty(max_nnz, np.float64)
-    qid_int = np.empty(max_rows, np.int64)
-    qid_start = np.empty(max_rows, np.int64)
-    qid_end = np.empty(max_rows, np.int64)
-    qid_kind = np.empty(max_rows, np.int8)  # 0 none, 1 integer, 2 string
-    row_line = np.empty(max_rows, np.int64)
-    slow = np.empty(256, np.int64)
-    n_slow = 0
-    err = np.zeros(6, np.int64)
+    n = hi
+    line, row, nnz, max_col, n_slow = state[0], state[1], state[2], state[3], state[4]
     base = 0 if zero_based else 1
-    max_col = -1
-    row = 0
-    nnz = 0
-    line = 0
-    p = 0
-    indptr[0] = 0
+    p = lo
+    indptr[row] = nnz
     # One loop over tokens with a single _parse_number call site (label or feature
     # value): numba/LLVM inline the parser at every call site, and compile time matters.
     in_row = False  # inside a data line, after its label
@@ -553,13 +568,14 @@ def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit):
             if p >= n:
                 break
             c = buf[p]
-            if c == 10:
-                p += 1
+            if _is_eol(c):
+                p = _after_eol(buf, p)
                 continue
             if c == 35:
-                while p < n and buf[p] != 10:
+                while p < n and not _is_eol(buf[p]):
                     p += 1
-                p += 1
+                if p < n:
+                    p = _after_eol(buf, p)
                 continue
             tok = p
             col = -1
@@ -572,14 +588,14 @@ def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit):
             c = buf[p]
             tok = p
             if c < 48 or c > 57:  # not a feature (the common case is tested first)
-                if c == 10:
-                    p += 1
+                if _is_eol(c):
+                    p = _after_eol(buf, p)
                     in_row = False
                     row += 1
                     indptr[row] = nnz
                     continue
                 if c == 35:
-                    while p < n and buf[p] != 10:
+                    while p < n and not _is_eol(buf[p]):
                         p += 1
                     continue
                 if c == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
@@ -621,6 +637,8 @@ def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit):
                 code = _E_ORDER
             elif n_features_limit >= 0 and col >= n_features_limit:
                 code = _E_NFEAT
+            elif max_features >= 0 and col >= max_features:
+                code = _E_MAX_FEATURES
             if code != _E_NONE:
                 _set_err(err, code, line, tok, _token_end(buf, tok), idx, prev + base)
                 break
@@ -661,13 +679,32 @@ def _scan(buf, max_rows, max_nnz, zero_based, n_features_limit):
     if in_row and err[0] == _E_NONE:  # last line without a newline
         row += 1
         indptr[row] = nnz
-    return (labels, indptr, indices, values, qid_int, qid_start, qid_end, qid_kind, row_line,
-            slow, n_slow, row, nnz, max_col, err)
+    state[0], state[1], state[2], state[3], state[4] = line, row, nnz, max_col, n_slow
+    return slow
 
 
 # --------------------------------------------------------------------------------------
 # Python side of the reader
 # --------------------------------------------------------------------------------------
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+
+def gunzip(raw: bytes, name: str) -> bytes:
+    """Decompress gzip data, or raise :class:`SVMLightFormatError` naming the file when it is
+    truncated or corrupt (the one place both engines decompress SVMlight text)."""
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error):
+        raise SVMLightFormatError(truncated_gzip_message(name), path=name) from None
+
+
+def truncated_gzip_message(name: str) -> str:
+    """The one text for a gzip file that ends early or is corrupt (Python's and Hadoop's
+    decoders word it differently, the engines must not)."""
+    return f"{name}: truncated or corrupt gzip data"
 
 
 @contextlib.contextmanager
@@ -678,7 +715,7 @@ def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
         head = f.read(3)
         size = os.fstat(f.fileno()).st_size
         mm = None
-        if head[:2] != b"\x1f\x8b" and head != b"\xef\xbb\xbf" and size > 0:
+        if head[:2] != GZIP_MAGIC and head != _BOM and size > 0:
             try:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):  # e.g. a pipe or a file system without mmap
@@ -687,10 +724,11 @@ def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
             f.seek(0)
             raw = f.read()
     if mm is None:
-        if raw[:2] == b"\x1f\x8b":
-            # gzip magic; decompress into memory (the parser needs one contiguous buffer)
-            raw = gzip.decompress(raw)
-        if raw[:3] == b"\xef\xbb\xbf":
+        if raw[:2] == GZIP_MAGIC:
+            # gzip is recognised by its magic bytes, whatever the file name (the Spark
+            # reader does the same); decompressed into memory (the parser needs one buffer)
+            raw = gunzip(raw, os.fspath(path))
+        if raw[:3] == _BOM:
             raw = raw[3:]  # a UTF-8 byte-order mark (some Windows editors write one)
         yield raw
         return
@@ -701,6 +739,38 @@ def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
             mm.close()
         except BufferError:  # a traceback still holds an array view; the GC closes it
             pass
+
+
+#: Bytes scanned per call of the numba passes; after each chunk the pages of a memory-mapped
+#: file are handed back, so the reader's resident memory is its output arrays plus one chunk,
+#: not the whole file on top of them.
+CHUNK_BYTES = 64 << 20
+
+
+def _chunks(raw) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of about :data:`CHUNK_BYTES`, each ending right after a LF."""
+    n = len(raw)
+    out, lo = [], 0
+    while lo < n:
+        hi = raw.find(b"\n", min(lo + CHUNK_BYTES, n) - 1) + 1 if lo + CHUNK_BYTES < n else n
+        hi = n if hi <= 0 else hi
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _page_release(raw):
+    """``release(lo, hi)``: drop the scanned pages of a memory map from this process (they
+    stay in the page cache and are read again on access); a no-op for ``bytes``."""
+    if not (isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")):
+        return lambda lo, hi: None
+    page = mmap.PAGESIZE
+
+    def release(lo: int, hi: int) -> None:
+        start = lo - lo % page
+        raw.madvise(mmap.MADV_DONTNEED, start, hi - start)
+
+    return release
 
 
 def _token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
@@ -714,7 +784,8 @@ def _nonfinite_word(kind: int) -> str:
     return "-inf" if kind < 0 else "inf"
 
 
-def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None) -> None:
+def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None,
+                      max_features: int | None) -> None:
     code, line, s, e, aux1, aux2 = (int(v) for v in err)
     tok = _token_text(raw, s, e)
     if code == _E_LABEL:
@@ -744,6 +815,9 @@ def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, 
         msg = f"feature indices on line {line} are not strictly increasing: {aux1} after {aux2}"
     elif code == _E_NFEAT:
         msg = f"feature index {aux1} on line {line} exceeds n_features={n_features}"
+    elif code == _E_MAX_FEATURES:
+        width = aux1 + (1 if zero_based else 0)
+        msg = max_features_message(f"feature index {aux1} on line {line}", width, int(max_features))
     elif code == _E_QID_EMPTY:
         msg = f"'qid:' without value on line {line}"
     elif code == _E_QID_POS:
@@ -753,12 +827,78 @@ def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, 
     raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
 
 
+@dataclass(frozen=True)
+class QidLayout:
+    """The qid rule of one input, fixed by its first data line; every other line must agree.
+
+    Either every line has a ``qid:`` or none has.  When the first qid is an integer every
+    qid must be one (a ``qid:abc`` later is an error, not a silent switch of all groups to
+    strings); when it is not, every qid is read as a string token (``qid:7`` too).  Both
+    engines apply this same rule, the Spark reader with the layout of the first line of the
+    first file handed to every task.
+
+    Attributes
+    ----------
+    present : bool
+        The first data line has a qid.
+    integer : bool
+        ... and it is an integer.
+    line : int
+        The 1-based line of that first data line.
+    path : str
+        Its file.
+    """
+
+    present: bool
+    integer: bool
+    line: int
+    path: str
+
+    def where(self, name: str) -> str:
+        return f"line {self.line}" if name == self.path else f"line {self.line} of {self.path}"
+
+
+def _qids_by_layout(raw, name: str, layout: QidLayout, qid_kind, qid_int, qid_start, qid_end,
+                    row_line) -> np.ndarray | None:
+    """The qid array of the parsed rows, checked against ``layout``."""
+    def fail(row: int, text: str):
+        line = int(row_line[row])
+        raise SVMLightFormatError(f"{name}: {text.format(line=line)}", path=name, line=line)
+
+    if not layout.present:
+        bad = np.flatnonzero(qid_kind != 0)
+        if bad.size:
+            fail(int(bad[0]), f"line {{line}} has a qid but {layout.where(name)} has none "
+                              "(either every line or none must have a qid)")
+        return None
+    bad = np.flatnonzero(qid_kind == 0)
+    if bad.size:
+        fail(int(bad[0]), f"line {{line}} has no qid but {layout.where(name)} has one "
+                          "(either every line or none must have a qid)")
+    if layout.integer:
+        bad = np.flatnonzero(qid_kind == 2)
+        if bad.size:
+            r = int(bad[0])
+            tok = _token_text(raw, int(qid_start[r]), int(qid_end[r]))
+            fail(r, f"qid {tok!r} on line {{line}} is not an integer, but the first qid ({layout.where(name)}) "
+                    "is: either every qid is an integer, or the first one is not (then all are read as strings)")
+        return qid_int.copy()
+    st = qid_start.tolist()
+    en = qid_end.tolist()
+    try:
+        return np.array([raw[s:e].decode("utf-8") for s, e in zip(st, en)])
+    except UnicodeDecodeError:
+        r = next(i for i, (s, e) in enumerate(zip(st, en)) if not _utf8_ok(raw[s:e]))
+        fail(r, "qid on line {line} is not valid UTF-8")
+
+
 def read_svmlight(
     path: PathLike,
     *,
     n_features: int | None = None,
     dtype: type = np.float64,
     zero_based: bool = False,
+    max_features: int | None = None,
 ) -> SVMLightFile:
     """Read an SVMlight / LETOR file (plain or gzip-compressed).
 
@@ -777,6 +917,9 @@ def read_svmlight(
     zero_based : bool
         Accept 0-based feature indices (index ``i`` -> column ``i``).  Default: indices are
         1-based (index ``i`` -> column ``i - 1``) and an index ``0`` is an error.
+    max_features : int, optional
+        An index needing more columns than this is an error naming its line (default:
+        the limit in force, :func:`~sparkrank.data.block.max_features_limit`).
 
     Returns
     -------
@@ -794,28 +937,52 @@ def read_svmlight(
         raise DataError(f"n_features must be >= 0, got {n_features}")
     name = os.fspath(path)
     with _file_bytes(path) as raw:
-        return _parse_text(raw, name, n_features, dtype, zero_based)
+        return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features)
 
 
 def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int | None = None,
-                         dtype: type = np.float64, zero_based: bool = False) -> SVMLightFile:
-    """:func:`read_svmlight` on SVMlight text already in memory (e.g. a batch of lines on
-    a Spark executor); ``name`` is used in error messages."""
-    return _parse_text(raw, name, n_features, np.dtype(dtype).type, zero_based)
+                         dtype: type = np.float64, zero_based: bool = False,
+                         max_features: int | None = None, first_line: int = 0,
+                         qid_layout: QidLayout | None = None) -> SVMLightFile:
+    """:func:`read_svmlight` on SVMlight text already in memory (e.g. a piece of a file on
+    a Spark executor); ``name`` is used in error messages, lines are numbered from
+    ``first_line + 1``, and ``qid_layout`` (default: that of the first data line of
+    ``raw``) is the qid rule the rows must follow."""
+    return _parse_text(raw, name, n_features, np.dtype(dtype).type, zero_based, max_features=max_features,
+                       first_line=first_line, qid_layout=qid_layout)
 
 
-def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based: bool) -> SVMLightFile:
+def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based: bool, *,
+                max_features: int | None = None, first_line: int = 0,
+                qid_layout: QidLayout | None = None) -> SVMLightFile:
     """:func:`read_svmlight` on the file's bytes (``bytes`` or a memory map)."""
+    max_features = max_features_limit(max_features)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    n_nl, n_colon = _count_bytes(buf)
-    (labels, indptr, indices, values, qid_int, qid_start, qid_end, qid_kind, row_line,
-     slow, n_slow, m, nnz, max_col, err) = _scan(
-        buf, int(n_nl) + 1, int(n_colon), bool(zero_based), -1 if n_features is None else int(n_features)
-    )
-    if err[0] != _E_NONE:
-        _raise_scan_error(err, raw, name, zero_based, n_features)
-    m = int(m)
-    nnz = int(nnz)
+    chunks = _chunks(raw)
+    release = _page_release(raw)
+    n_nl = n_colon = 0
+    for lo, hi in chunks:
+        a, b = _count_bytes(buf[lo:hi])
+        n_nl, n_colon = n_nl + int(a), n_colon + int(b)
+        release(lo, hi)
+    # every output array is allocated once, from the bounds of pass 1
+    max_rows = n_nl + 1
+    labels, values = np.empty(max_rows, np.float64), np.empty(n_colon, np.float64)
+    indptr, indices = np.empty(max_rows + 1, np.int64), np.empty(n_colon, np.int32)
+    qid_int, qid_start, qid_end = (np.empty(max_rows, np.int64) for _ in range(3))
+    qid_kind = np.empty(max_rows, np.int8)  # 0 none, 1 integer, 2 string
+    row_line = np.empty(max_rows, np.int64)
+    slow, err = np.empty(256, np.int64), np.zeros(6, np.int64)
+    indptr[0] = 0
+    state = np.array([first_line, 0, 0, -1, 0], dtype=np.int64)  # line, row, nnz, max_col, n_slow
+    n_limit = -1 if n_features is None else int(n_features)
+    for lo, hi in chunks:
+        slow = _scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), state, labels, indptr, indices,
+                     values, qid_int, qid_start, qid_end, qid_kind, row_line, slow, err)
+        if err[0] != _E_NONE:
+            _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
+        release(lo, hi)
+    m, nnz, max_col, n_slow = (int(v) for v in state[1:])
 
     # Tokens the numba pass left to Python (more than 18 significant digits, or an
     # Eisel-Lemire ambiguity): syntax was already validated, so float() cannot fail.
@@ -837,33 +1004,12 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
         labels[-tgt[is_label] - 1] = slow_vals[is_label]
         values[tgt[~is_label]] = slow_vals[~is_label]
 
-    # qids: all rows or none
-    qk = qid_kind[:m]
-    qid: np.ndarray | None
-    has = qk != 0
-    n_has = int(np.count_nonzero(has))
-    if n_has == 0:
-        qid = None
-    elif n_has < m:
-        first_without = int(row_line[int(np.flatnonzero(~has)[0])])
-        first_with = int(row_line[int(np.flatnonzero(has)[0])])
-        raise SVMLightFormatError(
-            f"{name}: line {first_without} has no qid but line {first_with} has one "
-            "(either every line or none must have a qid)",
-            path=name,
-            line=first_without,
-        )
-    elif np.all(qk == 1):
-        qid = qid_int[:m].copy()
-    else:
-        st = qid_start[:m].tolist()
-        en = qid_end[:m].tolist()
-        try:
-            qid = np.array([raw[s:e].decode("utf-8") for s, e in zip(st, en)])
-        except UnicodeDecodeError:
-            bad_row = next(i for i, (s, e) in enumerate(zip(st, en)) if not _utf8_ok(raw[s:e]))
-            line = int(row_line[bad_row])
-            raise SVMLightFormatError(f"{name}: qid on line {line} is not valid UTF-8", path=name, line=line) from None
+    if qid_layout is None and m:
+        qid_layout = QidLayout(bool(qid_kind[0] != 0), bool(qid_kind[0] == 1), int(row_line[0]), name)
+    qid = None
+    if m:
+        qid = _qids_by_layout(raw, name, qid_layout, qid_kind[:m], qid_int[:m], qid_start[:m], qid_end[:m],
+                              row_line[:m])
 
     # Trim to size; copy only when the bound was loose, so the big buffers are not kept.
     labels = labels[:m].copy() if m < 0.9 * labels.shape[0] else labels[:m]
@@ -886,7 +1032,7 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
         X.eliminate_zeros()  # a slow token that was zero (e.g. 0e-400); rare
     X.has_sorted_indices = True  # strictly increasing per row, checked by the scanner
     del buf  # release the view of the memory map before it is closed
-    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw))
+    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
 
 
 def _utf8_ok(b: bytes) -> bool:
@@ -903,6 +1049,7 @@ def load_svmlight(
     n_features: int | None = None,
     dtype: type = np.float64,
     zero_based: bool = False,
+    max_features: int | None = None,
 ) -> RankingData:
     """Read an SVMlight / LETOR file into a :class:`~sparkrank.data.block.RankingData`.
 
@@ -910,7 +1057,7 @@ def load_svmlight(
     a file without qids is one global ranking.
     """
     dtype = np.dtype(dtype).type
-    f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based)
+    f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based, max_features=max_features)
     return RankingData.from_arrays(f.X, f.labels, f.qid, dtype=dtype, n_features=n_features)
 
 

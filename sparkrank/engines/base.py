@@ -55,6 +55,11 @@ class ScoreKernel(Protocol):
 
     ``scores`` is ``X v`` for the rows of ``groups`` (float64), ``state`` the block's state
     from an earlier pass or ``None``.
+
+    Engines may run a kernel on several blocks of whole groups and add up the results, so a
+    kernel's output for a group must depend on that group alone.  A kernel that ranks
+    across group boundaries (TopPush's global scope) says so with a true ``spans_groups``
+    attribute; engines then give it all rows in one block, or refuse.
     """
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state: Any) -> KernelResult: ...
@@ -163,6 +168,25 @@ class PassResult:
     state: "StateHandle | None"
 
 
+@dataclass
+class ColumnMoments:
+    """Kernel-weighted column moments from one pass (:meth:`Engine.column_moments`).
+
+    Attributes
+    ----------
+    stats : float64 array (s,)
+        The kernel's summed statistics.
+    first : float64 array (n_features,)
+        ``Xᵀc = Σ_i c_i x_i``.
+    second : float64 array (n_features,)
+        ``(X∘X)ᵀc = Σ_i c_i x_i²`` (column sums of squares weighted per row).
+    """
+
+    stats: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+
 class StateHandle:
     """Opaque reference to per-block kernel state kept by an engine."""
 
@@ -205,6 +229,15 @@ class Engine(ABC):
     @abstractmethod
     def release(self, state: StateHandle) -> None:
         """Free kept state."""
+
+    @abstractmethod
+    def column_moments(self, vector: np.ndarray, kernel: ScoreKernel) -> ColumnMoments:
+        """One stateless pass: ``p = X vector``, ``kernel`` per block, then ``Xᵀc`` and ``(X∘X)ᵀc``.
+
+        What a diagonal preconditioner needs (``diag(Xᵀ A X) ≈ Σ_i a_i x_i²``, see
+        :func:`sparkrank.objectives.base.hessian_diagonal_estimate`).  Sums are double-double
+        exact like :meth:`run`'s, so every engine gives the same float64 results.
+        """
 
     def progress(self) -> dict[str, int]:
         """Work done since the last call, for solver log lines (e.g. passes, rows, groups).

@@ -23,7 +23,7 @@ DoubleDouble = tuple[np.ndarray, np.ndarray]
 
 
 @njit(cache=True, nogil=True)
-def _csr_tdot_dd(indptr, indices, data, c, n):
+def _csr_tdot_dd(indptr, indices, data, c, n, power):
     hi = np.zeros(n, dtype=np.float64)
     lo = np.zeros(n, dtype=np.float64)
     for i in range(indptr.shape[0] - 1):
@@ -31,7 +31,8 @@ def _csr_tdot_dd(indptr, indices, data, c, n):
         if ci != 0.0:
             for k in range(indptr[i], indptr[i + 1]):
                 j = indices[k]
-                p = data[k] * ci
+                x = np.float64(data[k])
+                p = (x * x if power == 2 else x) * ci
                 a = hi[j]
                 s = a + p
                 bb = s - a
@@ -53,9 +54,17 @@ def _sum_dd(x):
     return hi, lo
 
 
-def csr_tdot_dd(X, c: np.ndarray) -> DoubleDouble:
-    """``Xᵀ c`` as a double-double ``(hi, lo)``."""
-    return _csr_tdot_dd(X.indptr, X.indices, X.data, np.ascontiguousarray(c, dtype=np.float64), X.shape[1])
+def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
+    """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``.
+
+    With ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count (``c`` has all rows).
+    """
+    if power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2, got {power!r}")
+    a, b = (0, X.shape[0]) if rows is None else rows
+    c = np.ascontiguousarray(c[a:b], dtype=np.float64)
+    # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
+    return _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1], power)
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:

@@ -25,6 +25,8 @@ def _csr_dot(indptr, indices, data, v):
     return out
 
 
-def csr_dot(X: sp.csr_matrix, v: np.ndarray) -> np.ndarray:
-    """``X v`` in float64."""
-    return _csr_dot(X.indptr, X.indices, X.data, np.ascontiguousarray(v, dtype=np.float64))
+def csr_dot(X: sp.csr_matrix, v: np.ndarray, rows: tuple[int, int] | None = None) -> np.ndarray:
+    """``X v`` in float64; with ``rows = (a, b)`` only rows ``a:b`` (no copy of ``X``)."""
+    a, b = (0, X.shape[0]) if rows is None else rows
+    # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
+    return _csr_dot(X.indptr[a: b + 1], X.indices, X.data, np.ascontiguousarray(v, dtype=np.float64))

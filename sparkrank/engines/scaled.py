@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
+from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
 
 
 class ScaledEngine(Engine):
@@ -52,6 +52,12 @@ class ScaledEngine(Engine):
 
     def release(self, state: StateHandle) -> None:
         self.inner.release(state)
+
+    def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
+        # Σ_i c_i (x_ik d_k) = d_k Σ_i c_i x_ik  and  Σ_i c_i (x_ik d_k)² = d_k² Σ_i c_i x_ik²
+        # (no shift: this engine only scales; centring is done by the caller's estimate)
+        r = self.inner.column_moments(self.scale * np.asarray(vector, dtype=np.float64), kernel)
+        return ColumnMoments(r.stats, self.scale * r.first, self.scale**2 * r.second)
 
     def progress(self) -> dict[str, int]:
         return self.inner.progress()

@@ -9,6 +9,7 @@ import numpy as np
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_POSITIVE_THRESHOLD, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..engines.base import Engine
+from ..model import convergence_report
 from .kernel import MetricsKernel
 from .metrics import DEFAULT_KS
 
@@ -40,7 +41,8 @@ def evaluate_model(
     discount: str = DEFAULT_NDCG_DISCOUNT,
     zero_idcg: str = DEFAULT_ZERO_IDCG,
 ) -> dict:
-    """Pairwise accuracy, AUC, NDCG@k, mean NDCG and the training objective of ``model``.
+    """Pairwise accuracy, AUC, NDCG@k, mean NDCG and the training objective of ``model``,
+    and whether its solver converged (``converged``, and the one-line ``convergence``).
 
     Parameters
     ----------
@@ -65,4 +67,6 @@ def evaluate_model(
             log.warning("objective of the %s model not evaluated on this data: %s", model.solver, exc)
     result["solver"] = model.solver
     result["C"] = model.C
+    result["converged"] = bool(model.summary.get("converged", False))
+    result["convergence"], _ = convergence_report(model)
     return result

@@ -77,3 +77,23 @@ class SquaredHingeHessianKernel:
         k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting)
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
         return KernelResult(np.zeros(0), coef)
+
+
+@dataclass(frozen=True)
+class SupportPairDiagonalKernel:
+    """The score-space Hessian's diagonal of the squared hinge, for diagonal preconditioners.
+
+    The generalized Hessian of ``Σ_SV (1 - p_u + p_l)²`` in score space is ``2·L`` with ``L``
+    the Laplacian of the support-pair graph, whose diagonal is the number of support pairs
+    a row takes part in: ``coef = 2(l⁺ + l⁻)`` (lee-lin2014 §2.2 counts).  At ``p = 0`` every
+    pair is a support pair (margin 1), so there ``coef`` is twice each row's pair count.
+    No state: it sorts and counts again (one O(m log m) sweep).  stats = ``[Σ coef]``.
+    """
+
+    counting: str = DEFAULT_COUNTING
+
+    def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
+        coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
+        total = sum_dd(coef)
+        return KernelResult(np.array([total[0]]), coef, stats_lo=np.array([total[1]]))

@@ -106,8 +106,19 @@ def primal_terms(bp: Bipartite, scores: np.ndarray):
     return hinge, hinge * hinge, pos & (scores <= top_row), arg
 
 
+class _RankingUnit:
+    """``spans_groups`` for the TopPush kernels: a global-scope kernel ranks all rows at once,
+    so an engine must not cut its input at group boundaries (see ``ScoreKernel``)."""
+
+    scope: Scope
+
+    @property
+    def spans_groups(self) -> bool:
+        return self.scope == "global"
+
+
 @dataclass(frozen=True)
-class TopPushCountKernel:
+class TopPushCountKernel(_RankingUnit):
     """Counts of the bipartite units: ``[positives, negatives, units, skipped units, blocks]``.
 
     Positives/negatives are counted in active units only; ``m`` of li2014 is the positives.
@@ -126,7 +137,7 @@ class TopPushCountKernel:
 
 
 @dataclass(frozen=True)
-class TopPushPrimalKernel:
+class TopPushPrimalKernel(_RankingUnit):
     """Primal loss sum ``Σ_i ℓ(max_j p⁻_j − p_i)`` and its gradient coefficients.
 
     stats = ``[Σ loss, #positives not above their top negative]``; coef = ``∂/∂p`` of the
@@ -155,7 +166,7 @@ def conjugate_loss(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TopPushStepKernel:
+class TopPushStepKernel(_RankingUnit):
     """One projected gradient step of the TopPush dual at Nesterov's search point.
 
     With kept state ``(x_k, x_{k−1})`` (zeros when ``state`` is None) the search point is

@@ -15,8 +15,8 @@ from ..conventions import c_from_lambda, lambda_from_c
 from ..data.block import DataError
 from ..engines.base import Engine
 from ..kernels.counting import DEFAULT_COUNTING, check_counting_method
-from ..kernels.losses import HingeKernel, SquaredHingeHessianKernel, SquaredHingeKernel
-from .base import EvaluatedPoint, Objective, PointCache, RegularizedRisk
+from ..kernels.losses import HingeKernel, SquaredHingeHessianKernel, SquaredHingeKernel, SupportPairDiagonalKernel
+from .base import EvaluatedPoint, Objective, PointCache, RegularizedRisk, hessian_diagonal_estimate
 
 
 def _require_pairs(engine: Engine) -> int:
@@ -93,6 +93,7 @@ class SquaredHingeObjective(Objective):
         counting = check_counting_method(counting)
         self.kernel = SquaredHingeKernel(counting)
         self.hessian_kernel = SquaredHingeHessianKernel(counting)
+        self.diagonal_kernel = SupportPairDiagonalKernel(counting)
         self._cache = PointCache(engine)
 
     @classmethod
@@ -116,6 +117,10 @@ class SquaredHingeObjective(Objective):
         point = self._point(w)
         r = self.engine.run(v, self.hessian_kernel, state=point.state)
         return v + self.C * r.gradient  # eq. (17)
+
+    def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
+        """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`)."""
+        return hessian_diagonal_estimate(self.engine, w, self.diagonal_kernel, self.C)
 
     def progress(self, w: np.ndarray) -> dict:
         return {"support_pairs": int(self._point(w).stats[1])}

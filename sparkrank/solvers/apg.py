@@ -13,8 +13,16 @@ that offers (:class:`ProjectedGradientProblem`)
 Momentum follows Beck & Teboulle (2009): ``t₊ = (1 + √(1 + 4t²))/2``, ``η = (t − 1)/t₊``;
 it is reset (``t = 1``) when the objective goes up (O'Donoghue & Candès 2015's function
 restart), which keeps the iteration monotone in practice without changing its rate.
-It stops when ``|F_k − F_{k−1}| ≤ tol·|F_k|`` (li2014's relative change, default 1e-4),
-when the step vanishes, or at ``max_iter``.
+It stops on a *certified* relative duality gap (issue 11): every pass at the search point
+``y`` also gives the primal value ``P(w(y))`` of a real weight vector, and every feasible
+dual iterate ``x_k`` gives the lower bound ``−F(x_k)/m ≤ min P`` (weak duality, li2014
+Theorem 1).  With ``P_best`` the lowest primal value seen (its ``w`` is kept) and ``D_best``
+the highest bound, ``P_best − min P ≤ P_best − D_best``; the solver stops when
+``(P_best − D_best)/P_best ≤ tol`` (default 1e-3), when the step vanishes, or when
+``max_iter`` passes (every backtracking trial counts) are spent.  li2014's own rule, a
+relative change of ``F`` below 1e-4, certifies nothing: on a9a (λ = 1) it stopped at a
+primal 5% above the optimum.  The returned model is the better of ``w(x_k)`` (one extra
+pass) and the best search point, so the reported gap bounds its suboptimality.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .result import IterationCallback, SolverResult, engine_progress_text
+from .safeguards import NonFiniteError
 
 log = logging.getLogger("sparkrank.apg")
 
@@ -52,11 +61,19 @@ class ProjectedGradientProblem(Protocol):
     def value(self, w: np.ndarray) -> float: ...
 
 
+def relative_gap(primal: float, dual_bound: float) -> float:
+    """``(P − D)/P`` for a primal value ``P ≥ 0`` and a lower bound ``D`` (0 when ``P = D``)."""
+    gap = primal - dual_bound
+    if gap <= 0:
+        return 0.0
+    return gap / primal if primal > 0 else math.inf
+
+
 def apg(
     objective: ProjectedGradientProblem,
     w0: np.ndarray | None = None,
     *,
-    tol: float = 1e-4,
+    tol: float = 1e-3,
     max_iter: int = 1000,
     callback: IterationCallback | None = None,
 ) -> SolverResult:
@@ -70,18 +87,25 @@ def apg(
         Must be None or zeros: the dual starts at its feasible origin (``w = 0``); a primal
         warm start has no dual counterpart.
     tol : float
-        Relative change of the dual objective between iterations.
+        Certified relative duality gap ``(P_best − D_best)/P_best`` to stop at.
     max_iter : int
-        Cap on iterations (each is one engine pass plus one per backtracking step).
+        Cap on engine passes of projected steps (an iteration is one, plus one per
+        backtracking trial).
     callback : callable, optional
         ``callback(iteration, w, record)`` after every iteration.
 
     Returns
     -------
     SolverResult
-        ``w(x_k)`` of the last dual iterate, ``objective`` = the primal value there (one
-        extra pass); every history record has the dual value ``F``, the primal value at the
-        search point, the duality gap bound, ``L`` and the backtracking count.
+        The model ``w`` (see the module docstring), ``objective`` = its primal value; every
+        history record has the dual value ``F``, the primal value at the search point, the
+        gap and relative gap, ``L`` and the backtracking count.
+
+    Raises
+    ------
+    NonFiniteError
+        The dual value at a search point is not finite, or no Lipschitz estimate makes the
+        step finite (features overflow).
     """
     if w0 is not None and np.any(np.asarray(w0) != 0):
         raise ValueError("the accelerated projected gradient solver starts from the dual origin (w = 0); "
@@ -93,31 +117,42 @@ def apg(
     L = INITIAL_L
     t = 1.0
     eta = 0.0
-    best_primal = math.inf
+    best_primal, best_w = math.inf, current.w
+    best_bound = objective.primal_bound(current.value)
     history: list[dict] = []
     converged = False
-    message = f"reached max_iter={max_iter}"
-    it = 0
-    while it < max_iter:
+    message = f"reached max_iter={max_iter} passes"
+    it = passes = 0
+    while passes < max_iter:
         it += 1
         backtracks = 0
         while True:
             trial = objective.projected_step(current, eta, L)
-            if trial.sufficient_decrease(L):
+            passes += 1
+            if not math.isfinite(trial.value_y):
+                objective.release(trial.candidate)
+                raise NonFiniteError(f"the dual objective at the search point of iteration {it} is {float(trial.value_y):.3g}")
+            if trial.sufficient_decrease(L) or passes >= max_iter:
                 break
             objective.release(trial.candidate)
             backtracks += 1
             if backtracks > MAX_BACKTRACKS:
-                raise RuntimeError(f"backtracking did not find a Lipschitz estimate (L = {L:.3e}); "
-                                   "the objective is not smooth or not finite")
+                raise NonFiniteError(f"backtracking did not find a Lipschitz estimate (L = {L:.3e}, dual value "
+                                     f"{float(trial.candidate.value):.3g}): the step overflows")
             L *= BACKTRACK_FACTOR
+        if not trial.sufficient_decrease(L):  # out of passes in the middle of backtracking
+            objective.release(trial.candidate)
+            it -= 1
+            break
         new = trial.candidate
-        change = abs(new.value - current.value)
         increased = new.value > current.value
         objective.release(current)
         current = new
-        best_primal = min(best_primal, trial.primal_y)
-        gap = best_primal - objective.primal_bound(current.value)
+        if trial.primal_y < best_primal:
+            best_primal, best_w = trial.primal_y, trial.w_search.copy()
+        best_bound = max(best_bound, objective.primal_bound(current.value))
+        gap = best_primal - best_bound
+        rel_gap = relative_gap(best_primal, best_bound)
         if increased:
             t, eta = 1.0, 0.0  # function restart
         else:
@@ -126,26 +161,31 @@ def apg(
             t = t_next
         record = {
             "iter": it, "dual_objective": current.value, "primal_at_search_point": trial.primal_y,
-            "gap": gap, "L": L, "backtracks": backtracks, "restart": increased,
+            "gap": gap, "relative_gap": rel_gap, "L": L, "backtracks": backtracks, "restart": increased,
             "positives_not_at_top": trial.not_at_top_y, "seconds": time.perf_counter() - t0,
             **(objective.engine_progress() if hasattr(objective, "engine_progress") else {}),
         }
         history.append(record)
         if callback is not None:
             callback(it, current.w, record)
-        log.info("iter %3d  F %.6e  P(y) %.6e  gap %.3e  L %.3e  bt %d  not-top %d%s  %.2fs",
-                 it, current.value, trial.primal_y, gap, L, backtracks, trial.not_at_top_y,
+        log.info("iter %3d  F %.6e  P(y) %.6e  gap %.3e  rel %.3e  L %.3e  bt %d  not-top %d%s  %.2fs",
+                 it, current.value, trial.primal_y, gap, rel_gap, L, backtracks, trial.not_at_top_y,
                  engine_progress_text(record), record["seconds"])
+        if rel_gap <= tol:
+            converged, message = True, "certified relative duality gap below tolerance"
+            break
         if trial.dist2 == 0.0:
             converged, message = True, "projected gradient step is zero (stationary point)"
             break
-        # a restart step (F went up) says nothing about convergence: its change can be tiny
-        if not increased and change <= tol * abs(current.value):
-            converged, message = True, "relative change of the dual objective below tolerance"
-            break
-    # li2014's model is w(x_k) of the last dual iterate.  (The best search point w(y) can
-    # have a lower primal value early on, e.g. w = 0 at the start, but it is no model.)
+    # the model: w(x_k) of the last dual iterate (one more pass for its primal value), or the
+    # best search point when that one is better; the gap certifies whichever is returned
     w = current.w.copy()
     objective.release(current)
     primal = objective.value(w)
-    return SolverResult(w, primal, it, converged, history, time.perf_counter() - t0, message)
+    if not primal <= best_primal:
+        w, primal = best_w, best_primal
+    rel_gap = relative_gap(primal, best_bound)
+    if not math.isfinite(primal):
+        raise NonFiniteError(f"the primal objective of the final model is {primal!r}")
+    return SolverResult(w, primal, it, converged, history, time.perf_counter() - t0, message,
+                        "relative gap", rel_gap)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..objectives.base import RegularizedRisk
 from .result import IterationCallback, SolverResult, engine_progress_text
+from .safeguards import NonFiniteError, require_finite_start, start_point
 
 log = logging.getLogger("sparkrank.bmrm")
 
@@ -72,18 +73,19 @@ def bmrm(
     tol : float
         Stop when the gap ``J(w_b) - J_t(w_t)`` is below ``tol`` (SVMrank's default 1e-3).
     max_iter : int
-        Cap on cutting planes.
+        Cap on cutting planes (each one engine pass and one QP).
     callback : callable, optional
         ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress).
     """
     t0 = time.perf_counter()
     lam = objective.lam
-    w = np.zeros(objective.n_features) if w0 is None else np.array(w0, dtype=np.float64)
+    w = start_point(w0, objective.n_features)
     planes: list[np.ndarray] = []
     offsets: list[float] = []
     gram = np.zeros((0, 0))
     risk = objective.risk(w)
     a = objective.risk_subgradient(w)
+    require_finite_start(risk, a)
     w_best, j_best = w, lam * float(w @ w) + risk
     history: list[dict] = []
     converged = False
@@ -103,6 +105,8 @@ def bmrm(
         risk = objective.risk(w)
         a = objective.risk_subgradient(w)
         j = lam * float(w @ w) + risk
+        if not (np.isfinite(j) and np.all(np.isfinite(a))):
+            raise NonFiniteError(f"the objective or its subgradient at iteration {t} is not finite (J = {float(j):.3g})")
         if j < j_best:
             w_best, j_best = w, j
         gap = j_best - lower
@@ -121,4 +125,6 @@ def bmrm(
             converged = True
             message = "gap below tolerance"
             break
-    return SolverResult(w_best, j_best, len(history), converged, history, time.perf_counter() - t0, message)
+    gap = history[-1]["gap"] if history else float("nan")
+    return SolverResult(w_best, j_best, len(history), converged, history, time.perf_counter() - t0, message,
+                        "gap", gap)

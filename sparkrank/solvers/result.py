@@ -28,6 +28,11 @@ class SolverResult:
         Wall time.
     message : str
         Why the solver stopped.
+    measure : str
+        What the stopping rule compares with the tolerance (``gradient ratio``,
+        ``relative gap``, ``gap``), for summaries.
+    measure_value : float
+        Its value when the solver stopped.
     """
 
     w: np.ndarray
@@ -37,6 +42,8 @@ class SolverResult:
     history: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     message: str = ""
+    measure: str = ""
+    measure_value: float = float("nan")
 
 
 #: ``callback(iteration, w, record)``: called by every solver once per iteration with the

@@ -183,12 +183,19 @@ def _sweep_once(owner: Owner) -> None:
 
 
 def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str):
-    """A ``mapInArrow`` function: Arrow batches of one partition -> one block file + one ref row."""
+    """A ``mapInArrow`` function: Arrow batches of one partition -> one block file + one ref row.
+
+    Rows arrive shuffled (grouped by qid), so a bad row is named by its qid, never by its
+    position in the partition.  The feature limit in force on the driver
+    (:func:`~sparkrank.data.block.max_features_limit`) travels with the task.
+    """
     import pyarrow as pa
 
-    from ..data.arrow import table_to_csr
+    from ..data.arrow import RowError
+    from ..data.block import max_features_limit
 
     dtype = np.dtype(dtype_name).type
+    max_features = max_features_limit()
 
     def task(batches: Iterator["pa.RecordBatch"]):
         from pyspark import TaskContext
@@ -196,28 +203,57 @@ def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str |
         pid = TaskContext.get().partitionId()
         _sweep_once(owner)
         batches = list(batches)
-        where = f"partition {pid}: "
         ref = {"partition": pid, "path": "", "host": socket.gethostname(), "n_rows": 0, "n_groups": 0,
                "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nbytes": 0, "error": None}
+        table = None
         try:
             table = pa.Table.from_batches(batches) if batches else None
             if table is None or table.num_rows == 0:
                 data = RankingData.from_arrays(np.zeros((0, 0)), np.zeros(0), None if qid_col is None else np.zeros(0))
             else:
-                labels = _labels(table, label_col, qid_col, where)
-                qid = None if qid_col is None else _qids(table, qid_col, where)
-                X = table_to_csr(table, spec, None, dtype, where)
-                try:
-                    data = RankingData.from_arrays(X, labels, qid, dtype=dtype)
-                except DataError as exc:
-                    raise DataError(f"{where}{exc}") from None
+                data = decode_rows(table, label_col, qid_col, spec, dtype, max_features)
             path = os.path.join(app_dir(owner), store_id, f"part-{pid:05d}")
             ref.update(_write_block(path, data))
+        except RowError as exc:
+            ref["error"] = f"{_sample(table, label_col, qid_col, exc.row)}: {exc.detail}"
         except DataError as exc:
             ref["error"] = str(exc)
         yield pa.RecordBatch.from_pylist([ref], schema=_ref_arrow_schema())
 
     return task
+
+
+def feature_type(schema, spec) -> str:
+    """``"array"``, ``"vector"`` or ``"sparse"``: how the Spark frame holds the features."""
+    if spec.features_col is None:
+        return "sparse"
+    dt = schema[spec.features_col].dataType
+    if dt.typeName() == "array":
+        return "array"
+    return "vector" if type(dt).__name__ == "VectorUDT" else "sparse"
+
+
+def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_features: int) -> RankingData:
+    """Arrow rows -> a checked :class:`RankingData`; bad rows raise
+    :class:`~sparkrank.data.arrow.RowError` with their position in ``table``."""
+    from ..data.arrow import table_to_csr
+
+    labels = _labels(table, label_col)
+    qid = None if qid_col is None else _qids(table, qid_col)
+    X = table_to_csr(table, spec, None, dtype, "", max_features)
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype)
+
+
+def fixed_width_error(refs, feature_type: str) -> str | None:
+    """Dense arrays and ML vectors must have one width across all blocks (each block checks
+    its own rows); ``feature_type`` is the Spark type name of the features column."""
+    if feature_type not in ("array", "vector"):
+        return None
+    widths = sorted({r.width for r in refs if r.n_rows})
+    if len(widths) < 2:
+        return None
+    what = "feature arrays differ in length" if feature_type == "array" else "feature vectors differ in size"
+    return f"{what}: {', '.join(map(str, widths))} in different rows"
 
 
 def _ref_arrow_schema():
@@ -229,28 +265,29 @@ def _ref_arrow_schema():
                       ("error", pa.string())])
 
 
-def _sample(table, qid_col, row: int) -> str:
-    qid = f", qid={table.column(qid_col)[row].as_py()!r}" if qid_col else ""
-    return f"(row {row} of the partition{qid})"
+QID_ROW = "a row of qid "
 
 
-def _labels(table, label_col, qid_col, where) -> np.ndarray:
-    col = table.column(label_col)
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {label_col!r} is null in {col.null_count} rows, e.g. {_sample(table, qid_col, row)}{DROP_HINT}")
-    y = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(y))
-    if bad.size:
-        raise DataError(f"{where}column {label_col!r} is {float(y[bad[0]])!r} in {bad.size} rows, e.g. {_sample(table, qid_col, int(bad[0]))}{DROP_HINT}")
-    return y
+def _sample(table, label_col: str, qid_col: str | None, row: int) -> str:
+    """A shuffled row named by what it holds: its qid, else its label."""
+    if qid_col:
+        return f"{QID_ROW}{table.column(qid_col)[row].as_py()!r}"
+    return f"a row with label {table.column(label_col)[row].as_py()!r}"
 
 
-def _qids(table, qid_col, where) -> np.ndarray:
+def _labels(table, label_col) -> np.ndarray:
+    from ..data.arrow import label_array
+
+    return label_array(table.column(label_col), label_col, "", DROP_HINT)
+
+
+def _qids(table, qid_col) -> np.ndarray:
+    from ..data.arrow import RowError
+
     col = table.column(qid_col)
     if col.null_count:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataError(f"{where}column {qid_col!r} is null in {col.null_count} rows, e.g. row {row} of the partition{DROP_HINT}")
+        raise RowError("", row, f"column {qid_col!r} is null (in {col.null_count} rows){DROP_HINT}")
     return col.to_numpy(zero_copy_only=False)
 
 
@@ -435,6 +472,39 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
     return task
 
 
+def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int):
+    """``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block, as double-doubles (no kernel state).
+
+    Executor mode (``kernel`` given): the kernel runs on this block's groups at ``X·w``.
+    Driver mode (``kernel=None``): ``c`` is this partition's slice of the broadcast ``c_bc``.
+    """
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows == 0:
+                continue
+            X = open_block(ref.path, ref.width).X
+            if kernel is not None:
+                result = kernel(open_block(ref.path, ref.width).groups, csr_dot(X, w_bc.value[: ref.width]), None)
+                stats, coef = result.stats_dd(), result.coef
+            else:
+                start = row_start[ref.partition]
+                stats, coef = (np.zeros(0), np.zeros(0)), c_bc.value[start: start + ref.n_rows]
+            yield (stats, _padded_tdot(X, coef, n_features), _padded_tdot(X, coef, n_features, power=2),
+                   np.array([ref.n_rows, ref.n_groups]))
+
+    return task
+
+
+def add_moments(a: Any, b: Any):
+    """``treeAggregate`` combiner for :func:`column_moments_task` tuples."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), add_dd(a[2], b[2]), a[3] + b[3]
+
+
 def labels_task():
     """Driver mode set-up: each partition's labels and group ids, tagged with its index."""
 
@@ -463,9 +533,9 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
     return task
 
 
-def _padded_tdot(X, coef: np.ndarray, n_features: int):
-    """``Xᵀc`` of one block as a double-double padded to ``n_features``."""
-    hi, lo = csr_tdot_dd(X, coef)
+def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
+    """``Xᵀc`` (or ``(X∘X)ᵀc`` with ``power=2``) of one block as a double-double padded to ``n_features``."""
+    hi, lo = csr_tdot_dd(X, coef, power)
     pad = n_features - hi.shape[0]
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
 

@@ -40,10 +40,11 @@ import numpy as np
 from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
-from ..engines.base import DataSummary, Engine, PassResult, ScoreKernel, StateHandle
+from ..engines.base import ColumnMoments, DataSummary, Engine, PassResult, ScoreKernel, StateHandle
 from ..engines.exact_sum import dd_round
 from . import blocks
 from .errors import ClusterError
+from .locate import locate_row_error
 
 log = logging.getLogger("sparkrank.spark")
 
@@ -149,6 +150,7 @@ class SparkEngine(Engine):
         self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
+        self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
         _OPEN_ENGINES.add(self)
         if not _EXIT_HOOK:
@@ -197,6 +199,7 @@ class SparkEngine(Engine):
         errors = [r.error for r in refs if r.error]
         if errors:
             self._refs_df.unpersist()
+            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0])
             raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
         self.refs = refs
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
@@ -204,6 +207,10 @@ class SparkEngine(Engine):
         self._refs_rdd = self._refs_df.rdd.persist()
         self._refs_rdd.count()
         width = max((r.width for r in refs), default=0)
+        width_error = blocks.fixed_width_error(refs, blocks.feature_type(self._df.schema, self.spec))
+        if width_error:
+            self.close()
+            raise DataError(width_error)
         if self._requested_features is not None and width > self._requested_features:
             self.close()  # the blocks were built: delete them and drop the cached references
             raise DataError(f"data has feature index {width - 1} but n_features={self._requested_features}")
@@ -330,6 +337,35 @@ class SparkEngine(Engine):
             handle = StateHandle(sid)
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
         return PassResult(dd_round(result.stats_dd()), grad, handle)
+
+    def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
+        """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would)."""
+        vector = np.ascontiguousarray(vector, dtype=np.float64)
+        driver_stats = None
+        bw = self.sc.broadcast(vector)
+        bc = None
+        try:
+            if self.placement == "executor":
+                task = blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features)
+            else:
+                parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
+                scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+                result = kernel(self.groups, scores, None)
+                driver_stats = dd_round(result.stats_dd())
+                bc = self.sc.broadcast(np.ascontiguousarray(result.coef, dtype=np.float64))
+                task = blocks.column_moments_task(None, None, bc, self.row_start, self.n_features)
+            total = self._refs_rdd.mapPartitions(task).treeAggregate(
+                None, blocks.add_moments, blocks.add_moments, depth=self.aggregation_depth)
+        finally:
+            bw.destroy()
+            if bc is not None:
+                bc.destroy()
+        if total is None:
+            zero = np.zeros(self.n_features)
+            total = ((np.zeros(0), np.zeros(0)), (zero, zero), (zero, zero), np.zeros(2))
+        stats = dd_round(total[0]) if driver_stats is None else driver_stats
+        self._processed += (1, self._summary.n_rows, self._summary.n_groups)
+        return ColumnMoments(stats, dd_round(total[1]), dd_round(total[2]))
 
     def progress(self) -> dict[str, int]:
         passes, rows, groups = (int(v) for v in self._processed)

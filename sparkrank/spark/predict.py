@@ -6,6 +6,7 @@ import numpy as np
 
 from ..data.arrow import FeatureSpec, table_to_csr
 from ..engines.linalg import csr_dot
+from ..model import check_model_width
 
 
 def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = "score",
@@ -23,14 +24,14 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
     # raw-space weights and constant of a standardized model (sparkrank.standardization)
     weights = np.asarray(model.raw_weights, dtype=np.float64)
     intercept = float(model.intercept)
+    source = model.source
 
     def score(batches):
         import pyarrow as pa
 
         for batch in batches:
             X = table_to_csr(batch, spec, None, np.float64, "predict: ")
-            if X.shape[1] > weights.shape[0]:
-                raise ValueError(f"predict: data has {X.shape[1]} feature columns but the model has {weights.shape[0]}")
+            check_model_width(X.shape[1], weights.shape[0], source)  # a DataError the driver recovers
             s = csr_dot(X, weights[: X.shape[1]])
             if intercept:
                 s += intercept

@@ -1,0 +1,55 @@
+"""Name a bad row by its file and row, as the local engine does, after blocks rejected it.
+
+Blocks are built from shuffled rows, so a block can only name a bad row by its qid
+(``a row of qid 17: ...``).  On that error path (never otherwise) the driver reads that
+qid's rows again straight from the source, with Spark's ``_metadata.file_path`` and
+``_metadata.row_index`` (Parquet), puts them in file order and runs the same checks
+(:func:`~sparkrank.spark.blocks.decode_rows`): the first bad row gives ``file: row N: ...``,
+the text the local reader prints for the same file.  Sources without file metadata keep
+the qid wording.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ..data.arrow import RowError
+from ..data.block import DataError, max_features_limit
+from . import blocks
+
+
+def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str) -> str:
+    """``message`` (a block's error) with the qid replaced by the file and row, when found."""
+    if not qid_col or not message.startswith(blocks.QID_ROW):
+        return message
+    head, sep, detail = message[len(blocks.QID_ROW):].partition(": ")
+    try:
+        qid = ast.literal_eval(head)
+    except (ValueError, SyntaxError):
+        return message
+    from pyspark.sql import functions as F
+
+    cols = [label_col, qid_col] + ([spec.features_col] if spec.features_col else [spec.indices_col, spec.values_col])
+    try:
+        rows = (df.where(F.col(qid_col) == F.lit(qid))
+                .select(*cols, F.col("_metadata.file_path").alias("__file"), F.col("_metadata.row_index").alias("__row"))
+                .toArrow())
+    except Exception:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
+        return message
+    if rows.num_rows == 0:
+        return message
+    files, numbers = rows.column("__file").to_pylist(), rows.column("__row").to_pylist()
+    rows = rows.take(sorted(range(rows.num_rows), key=lambda i: (files[i], numbers[i])))
+    try:
+        blocks.decode_rows(rows.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type,
+                           max_features_limit())
+    except RowError as exc:
+        from .svmlight import display_name
+
+        return f"{display_name(rows.column('__file')[exc.row].as_py())}: row {rows.column('__row')[exc.row].as_py()}: " \
+               f"{exc.detail}"
+    except DataError:
+        return message
+    return message

@@ -1,0 +1,248 @@
+"""Bad inputs are clean errors, the same on both engines (issue 13 item 5).
+
+Every case goes through the CLI (``sparkrank train``) on the local and the Spark engine:
+exit code 2, one ``sparkrank train: error: ...`` line naming the file and the line of the
+file (SVMlight) or the row of the file (Parquet), no traceback, and the same message on
+both engines.  Inputs
+the engines used to disagree on (lone-CR line ends, gzip without a ``.gz`` name) train on
+both.  Two cases run as subprocesses to prove nothing else reaches stderr.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkrank.cli import main
+
+ENGINES = ("local", "spark")
+N_LINES = 30000
+
+
+def _lines(n: int = N_LINES) -> list[str]:
+    rng = np.random.default_rng(7)
+    return [f"{int(rng.integers(0, 3))} qid:{i // 20 + 1} 1:{rng.random():.4f} 3:{rng.random():.4f} 7:{rng.random():.4f}"
+            for i in range(n)]
+
+
+def _text(path: Path, lines: list[str], sep: str = "\n") -> Path:
+    path.write_bytes((sep.join(lines) + sep).encode())
+    return path
+
+
+def _with_line(path: Path, number: int, line: str) -> Path:
+    lines = _lines()
+    lines[number - 1] = line
+    return _text(path, lines)
+
+
+# (case id, builder(tmp) -> path, text every message must contain) for SVMlight: the
+# message must be the same on both engines, word for word.
+SVMLIGHT_CASES = [
+    ("bad-value-line-25000", lambda d: _with_line(d / "v.txt", 25000, "1 qid:1250 1:abc"),
+     "malformed value 'abc' of feature 1 on line 25000"),
+    ("nan-label", lambda d: _with_line(d / "nl.txt", 20001, "nan qid:1001 1:1"), "label on line 20001 is nan"),
+    ("inf-feature", lambda d: _with_line(d / "if.txt", 29999, "1 qid:1500 2:inf"), "feature 2 on line 29999 is inf"),
+    ("zero-index", lambda d: _with_line(d / "z.txt", 12345, "1 qid:618 0:1"), "feature index 0 on line 12345"),
+    ("negative-index", lambda d: _with_line(d / "n.txt", 777, "1 qid:39 -3:1"),
+     "malformed feature index in '-3:1' on line 777"),
+    ("non-increasing", lambda d: _with_line(d / "o.txt", 18000, "1 qid:900 4:1 2:1"),
+     "feature indices on line 18000 are not strictly increasing: 2 after 4"),
+    ("qid-abc-after-integers", lambda d: _with_line(d / "q.txt", 26000, "1 qid:abc 1:1"),
+     "qid 'abc' on line 26000 is not an integer, but the first qid (line 1) is"),
+    ("missing-qid", lambda d: _with_line(d / "mq.txt", 21000, "1 1:1"),
+     "line 21000 has no qid but line 1 has one"),
+    ("index-2e8", lambda d: _with_line(d / "big.txt", 24000, "1 qid:1200 200000000:1"),
+     "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=4194304"),
+    ("truncated-gz", lambda d: _truncated_gz(d / "t.txt.gz"), "truncated or corrupt gzip data"),
+    ("truncated-gzip-named-txt", lambda d: _truncated_gz(d / "t.txt"), "truncated or corrupt gzip data"),
+]
+
+
+def _truncated_gz(path: Path) -> Path:
+    data = gzip.compress(("\n".join(_lines()) + "\n").encode())
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.fixture
+def small_splits(spark):
+    """Spark reads text in 64 kB splits, so a 1 MB file is ~15 parallel pieces and a bad
+    line's number must be counted across them."""
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "65536")
+    yield
+    spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+
+
+def _train(path: Path, engine: str, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["train", "--engine", engine, "--input", str(path), "--model", str(tmp_path / f"m-{engine}.json"),
+               "--max-iter", "3", "-q", *extra])
+    return rc, capsys.readouterr().err
+
+
+def _error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("sparkrank train: error: ")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0][len("sparkrank train: error: "):]
+
+
+@pytest.mark.parametrize("case, build, expected", SVMLIGHT_CASES, ids=[c[0] for c in SVMLIGHT_CASES])
+def test_svmlight_errors_name_the_line_of_the_file_on_both_engines(spark, small_splits, tmp_path, capsys,
+                                                                   case, build, expected):
+    path = build(tmp_path)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"]
+    assert messages["local"].startswith(f"{path}: ")
+    assert expected in messages["local"]
+
+
+@pytest.mark.parametrize("case", ["lone-CR", "gzip-without-gz-name"])
+def test_engines_agree_on_line_ends_and_compression(spark, small_splits, tmp_path, capsys, case):
+    lines = _lines(3000)
+    if case == "lone-CR":
+        path = _text(tmp_path / "cr.txt", lines, "\r")
+    else:
+        path = tmp_path / "zipped.txt"
+        path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    plain = _text(tmp_path / "plain.txt", lines)
+    weights = {}
+    for engine in ENGINES:
+        for name, p in (("odd", path), ("plain", plain)):
+            rc, err = _train(p, engine, tmp_path, capsys)
+            assert rc == 0, (engine, err)
+            weights[engine, name] = json.loads((tmp_path / f"m-{engine}.json").read_text())["weights"]
+    for engine in ENGINES:
+        assert weights[engine, "odd"] == weights[engine, "plain"]
+    np.testing.assert_allclose(weights["local", "odd"], weights["spark", "odd"], rtol=1e-9)
+
+
+# ----------------------------------------------------------------------------- Parquet
+
+
+N_ROWS = 12  # three queries of four rows: row r has qid 1 + r // 4
+
+
+def _sparse_parquet(name: str, *, row: int | None = None, indices=None, values=None, labels=None):
+    """A small indices/values Parquet file whose row ``row`` gets the given bad parts
+    (``labels`` replaces the whole label column)."""
+    def build(d: Path) -> Path:
+        ind, val = [[0, 2] for _ in range(N_ROWS)], [[1.0, 2.0] for _ in range(N_ROWS)]
+        if indices is not None:
+            ind[row] = indices
+        if values is not None:
+            val[row] = values
+        table = pa.table({"label": labels if labels is not None else [float(i % 3) for i in range(N_ROWS)],
+                          "qid": [1 + i // 4 for i in range(N_ROWS)],
+                          "indices": pa.array(ind, pa.list_(pa.int32())),
+                          "values": pa.array(val, pa.list_(pa.float64()))})
+        pq.write_table(table, d / name)
+        return d / name
+    return build
+
+
+def _parquet_dense_lengths(d):
+    arrays = [[1.0, 2.0, 3.0]] * 8 + [[1.0, 2.0, 3.0, 4.0]] * 4
+    table = pa.table({"label": [float(i % 3) for i in range(N_ROWS)], "qid": [1 + i // 4 for i in range(N_ROWS)],
+                      "features": pa.array(arrays, pa.list_(pa.float64()))})
+    pq.write_table(table, d / "dense.parquet")
+    return d / "dense.parquet"
+
+
+# (case id, builder, detail every message must contain, row of the file, its qid)
+PARQUET_CASES = [
+    ("unsorted-indices", _sparse_parquet("unsorted.parquet", row=9, indices=[3, 1]),
+     "feature indices are not strictly increasing: 1 after 3", 9, 3),
+    ("duplicate-indices", _sparse_parquet("dup.parquet", row=5, indices=[2, 2]),
+     "feature indices are not strictly increasing: 2 after 2", 5, 2),
+    ("nan-feature", _sparse_parquet("nanfeat.parquet", row=10, values=[1.0, float("nan")]),
+     "feature column 2 is nan", 10, 3),
+    ("inf-label", _sparse_parquet("inflabel.parquet", labels=[1.0] * 6 + [float("inf")] + [0.0] * 5),
+     "column 'label' is inf", 6, 2),
+    ("index-2e8", _sparse_parquet("huge.parquet", row=7, indices=[0, 199999999]),
+     "feature index 199999999 needs 200000000 feature columns, more than --max-features=4194304", 7, 2),
+    ("dense-lengths", _parquet_dense_lengths, "feature arrays differ in length", None, None),
+    ("string-label", _sparse_parquet("strlabel.parquet", labels=["1"] * 7 + ["x"] + ["0"] * 4),
+     "column 'label' has type string: labels must be numbers", None, None),
+]
+
+
+@pytest.mark.parametrize("case, build, detail, row, qid", PARQUET_CASES, ids=[c[0] for c in PARQUET_CASES])
+def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, case, build, detail, row, qid):
+    path = build(tmp_path)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "3")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+        assert detail in messages[engine], engine
+    if row is not None:  # Spark looks the shuffled row up again by its qid: the same file and row
+        assert messages["local"].startswith(f"{path}: row {row}: {detail}")
+        assert messages["spark"] == messages["local"]
+
+
+def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_path, capsys):
+    from pyspark.ml.linalg import Vectors, VectorUDT
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    rows = [(float(i % 3), 1 + i // 4, Vectors.dense([1.0, float(i)]) if i < 8 else Vectors.sparse(5, [0], [1.0]))
+            for i in range(12)]
+    schema = StructType([StructField("label", DoubleType()), StructField("qid", LongType()),
+                         StructField("features", VectorUDT())])
+    path = tmp_path / "vectors.parquet"
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(path))
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "3")
+        assert rc == 2, (engine, err)
+        assert "feature vectors differ in size" in _error_line(err)
+
+
+def test_dense_arrays_of_different_lengths_in_different_blocks(spark, tmp_path):
+    from sparkrank.data.block import DataError
+    from sparkrank.spark.engine import SparkEngine
+
+    path = _parquet_dense_lengths(tmp_path)  # qids 1, 2: length 3; qid 3: length 4
+    with pytest.raises(DataError, match="feature arrays differ in length"):
+        SparkEngine(spark.read.parquet(str(path)), placement="driver", num_partitions=3)
+
+
+def test_max_features_can_be_raised(tmp_path, capsys):
+    lines = ["1 qid:1 1:1 5000:2", "0 qid:1 2:1", "2 qid:1 3:1 4999:1"]
+    path = _text(tmp_path / "wide.txt", lines)
+    rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "4999")
+    assert rc == 2 and "line 1 needs 5000 feature columns, more than --max-features=4999" in _error_line(err)
+    rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000")
+    assert rc == 0, err
+    rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000", "--n-features", "6000")
+    assert rc == 2 and "--n-features / --init-model needs 6000 feature columns" in _error_line(err)
+
+
+# ----------------------------------------------------------------------------- subprocess
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_subprocess_stderr_is_one_line_without_traceback(tmp_path, engine):
+    path = _with_line(tmp_path / "bad.txt", 25000, "1 qid:1250 1:abc")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-m", "sparkrank", "train", "--engine", engine, "--input", str(path),
+                           "--model", str(tmp_path / "m.json"), "-q"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("sparkrank train: error: ")]
+    assert ours == [f"sparkrank train: error: {path}: malformed value 'abc' of feature 1 on line 25000"]

@@ -1,0 +1,91 @@
+"""The local engine on several threads gives the one-thread model bit for bit, for every solver.
+
+Rows are cut by non-zeros for the products and groups by rows for the kernels
+(``sparkrank.engines.threads``); every sum is a double-double merged in chunk order, so
+the cut must not change a single bit of the objective, the gradient or the iterates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparkrank.data.block import RankingData
+from sparkrank.datasets import make_ranking_data
+from sparkrank.engines.local import LocalEngine
+from sparkrank.engines.threads import balanced_cuts, check_threads
+from sparkrank.training import train
+
+from conftest import MQ2008, require
+
+
+def _fit(data: RankingData, threads: int, **kw):
+    with LocalEngine(data, threads=threads) as engine:
+        return train(engine, **kw)
+
+
+def _grouped() -> RankingData:
+    # uneven group sizes, ties, sparse rows, a few one-level groups
+    data, _ = make_ranking_data(1500, 30, rows_per_group=25, n_levels=4, density=0.4, seed=11)
+    return data
+
+
+def _one_ranking_real_labels() -> RankingData:
+    data, _ = make_ranking_data(800, 12, rows_per_group=None, n_levels=None, seed=5)
+    return data
+
+
+@pytest.mark.parametrize("solver, options", [
+    ("tron", {}),
+    ("bmrm", {}),
+    ("ncg", {"gradient": "fast"}),
+    ("toppush", {"scope": "group"}),
+    ("toppush", {"scope": "global"}),
+])
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_threads_give_the_one_thread_model_bitwise(solver, options, threads):
+    data = _grouped()
+    kw = dict(solver=solver, C=0.5, max_iter=15, solver_options=options)
+    one, many = _fit(data, 1, **kw), _fit(data, threads, **kw)
+    np.testing.assert_array_equal(many.weights, one.weights)
+    assert many.summary["iterations"] == one.summary["iterations"]
+    assert [r.get("objective") for r in many.summary["history"]] == [r.get("objective") for r in one.summary["history"]]
+
+
+@pytest.mark.parametrize("solver", ["tron", "bmrm"])
+def test_threads_on_one_global_ranking(solver):
+    data = _one_ranking_real_labels()
+    kw = dict(solver=solver, C=1e-3, max_iter=10)
+    np.testing.assert_array_equal(_fit(data, 4, **kw).weights, _fit(data, 1, **kw).weights)
+
+
+@pytest.mark.slow
+def test_threads_on_mq2008_bitwise():
+    from sparkrank.data.io import read_ranking_data
+
+    data = read_ranking_data(require(MQ2008 / "train.txt"))
+    one, two = _fit(data, 1, solver="tron", C=1.0), _fit(data, 2, solver="tron", C=1.0)
+    np.testing.assert_array_equal(two.weights, one.weights)
+    assert two.summary["iterations"] == one.summary["iterations"]
+
+
+def test_float32_rows_threaded():
+    data = _grouped()
+    X32 = sp.csr_matrix(data.X, dtype=np.float32)
+    d32 = RankingData.from_arrays(X32, data.labels, np.repeat(data.qids, data.groups.group_sizes),
+                                  dtype=np.float32)
+    np.testing.assert_array_equal(_fit(d32, 3, C=1.0, max_iter=5).weights, _fit(d32, 1, C=1.0, max_iter=5).weights)
+
+
+def test_balanced_cuts():
+    indptr = np.array([0, 10, 10, 11, 30, 31, 40])  # non-zeros per row: 10 0 1 19 1 9
+    cuts = balanced_cuts(indptr, 2)
+    assert cuts[0] == 0 and cuts[-1] == 6 and np.all(np.diff(cuts) > 0)
+    many = balanced_cuts(indptr, 100)  # never more chunks than rows, never an empty chunk
+    assert many[0] == 0 and many[-1] == 6 and np.all(np.diff(many) > 0) and len(many) <= 7
+    # each two-chunk cut lands where the running total crosses half of the 40 non-zeros
+    assert balanced_cuts(indptr, 2).tolist() == [0, 4, 6]
+    assert balanced_cuts(np.array([0, 0, 0]), 4).tolist() == [0, 2]  # no weight: one chunk
+    with pytest.raises(ValueError, match="threads"):
+        check_threads(0)
