@@ -27,6 +27,7 @@ from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
 from .io.outputs import WRITE_MODES
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
+from .spark.errors import ClusterError
 from .training import SOLVERS
 
 log = logging.getLogger("sparkrank")
@@ -194,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
     p.add_argument("--init-model", metavar="MODEL", help="warm start from this model's weights")
     p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
+    p.add_argument("--checkpoint-dir", metavar="URI",
+                   help="write the solver's state here during the fit (local path or Hadoop URI)")
+    p.add_argument("--checkpoint-interval", type=int, default=1, metavar="K",
+                   help="checkpoint every K iterations (default 1)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the newest checkpoint in --checkpoint-dir (same data and settings; "
+                        "TRON continues bit for bit)")
     p.add_argument("--standardization", choices=("none", "minmax", "standard"), default="none",
                    help="scale features before training (stored in the model, applied at predict); an exact "
                         "reparametrisation for any solver (default none)")
@@ -354,9 +362,11 @@ def _cmd_train(args) -> int:
             w0 = np.zeros(engine.summary.n_features)
             k = min(init.n_features, w0.shape[0])
             w0[:k] = init.weights[:k]
+        start = _checkpoints(args, engine, w0)
         model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
-                      counting=args.counting, max_iter=args.max_iter, w0=w0,
-                      solver_options=_solver_options(args), standardization=args.standardization)
+                      counting=args.counting, max_iter=args.max_iter, w0=start.w0,
+                      solver_options=_solver_options(args), standardization=args.standardization,
+                      callback=start.callback, resume=start.solver_state)
     _remember_source(model, inputs)
     model.save(args.model)
     s = model.summary
@@ -383,6 +393,18 @@ def _check_report_dir(directory: str, spark) -> None:
         filesystem(directory, spark).probe_writable(directory)
     except OSError as exc:
         raise OSError(f"cannot write the report to {directory}: {exc}") from None
+
+
+def _checkpoints(args, engine, w0):
+    """``--checkpoint-dir/--resume``: the start point, solver state and checkpoint writer."""
+    from .checkpoints import begin
+    from .training import resolve_c
+
+    settings = {"solver": args.solver, "C": resolve_c(engine, args.C, args.lam), "tol": args.tol,
+                "counting": args.counting, "options": _solver_options(args),
+                "standardization": args.standardization}
+    return begin(args.checkpoint_dir, interval=args.checkpoint_interval, resume=args.resume,
+                 engine=engine, settings=settings, w0=w0)
 
 
 def _objective_text(value: float) -> str:
@@ -757,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with feature_limit(getattr(args, "max_features", None)):
             return COMMANDS[args.command](args)
-    except (DataError, OSError, ValueError) as exc:
+    except (DataError, OSError, ValueError, ClusterError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message

@@ -108,6 +108,7 @@ def train(
     solver_options: dict | None = None,
     callback: IterationCallback | None = None,
     standardization: str = "none",
+    resume: dict | None = None,
 ) -> RankingModel:
     """Train a linear ranker.
 
@@ -140,6 +141,9 @@ def train(
         reparametrisation of :mod:`sparkrank.standardization`); the model stores it and
         applies it at predict time.  ``w0``, the callback's ``w`` and the model's
         ``weights`` are then on the standardized features.
+    resume : dict, optional
+        The solver's own state from a checkpoint (:mod:`sparkrank.checkpoints`), with ``w0``
+        the checkpoint's weights: the fit continues exactly where that run was.
 
     Returns
     -------
@@ -170,7 +174,7 @@ def train(
         # overflow is detected and reported (NonFiniteError), not warned about on the way
         with np.errstate(over="ignore", invalid="ignore"):
             result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                              callback=callback, **run_options)
+                              callback=callback, **run_options, **({"resume": resume} if resume else {}))
     except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
         diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
         if not diagnosis:

@@ -102,10 +102,16 @@ class StandaloneCluster:
         Workers and the resources each one offers.
     host : str
         Address everything binds to and advertises.
-    python : str
-        Interpreter of the executors' Python workers (``PYSPARK_PYTHON``).
+    python : str, optional
+        Interpreter of the executors' Python workers (``PYSPARK_PYTHON`` of the daemons).
+        ``None`` starts the daemons with a *plain* environment: ``PATH`` is only the system's,
+        no ``PYSPARK_PYTHON``, ``PYTHONPATH`` or venv, so the executors run whatever Python
+        the job asks for and nothing else (what a real cluster without the venv looks like).
     extra_env : dict, optional
         More environment for the daemons (and hence the executors they fork), e.g. PYTHONPATH.
+    spark_defaults : dict, optional
+        Written to ``conf/spark-defaults.conf``, read by ``spark-submit`` runs that use
+        :attr:`submit_env` (cluster-side tuning that keeps the job command lines as printed).
     timeout : float
         Seconds to wait for the master and for all workers to register.
     daemon_java_opts : str
@@ -120,10 +126,11 @@ class StandaloneCluster:
         cores: int = 1,
         memory: str = "1g",
         host: str = "127.0.0.1",
-        python: str = sys.executable,
+        python: str | None = sys.executable,
         extra_env: dict[str, str] | None = None,
         timeout: float = 90.0,
         daemon_java_opts: str = "",
+        spark_defaults: dict[str, str] | None = None,
     ):
         self.base_dir = Path(base_dir)
         self.n_workers = n_workers
@@ -134,6 +141,7 @@ class StandaloneCluster:
         self.extra_env = dict(extra_env or {})
         self.timeout = timeout
         self.daemon_java_opts = daemon_java_opts
+        self.spark_defaults = dict(spark_defaults or {})
         self.spark_home = spark_home()
         self.java_home = java_home()
         self.master_port = self.ui_port = self.rest_port = None
@@ -164,19 +172,27 @@ class StandaloneCluster:
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p, _ in self._procs}
 
+    def local_dir(self, worker: int) -> Path:
+        """``SPARK_LOCAL_DIRS`` of worker ``worker`` (1-based): its applications' local files."""
+        return self.base_dir / f"local-{worker}"
+
     @property
     def env(self) -> dict[str, str]:
         """Environment for the daemons and for ``spark-submit`` against this cluster."""
-        env = dict(os.environ)
+        if self.python is None:
+            env = {k: os.environ[k] for k in ("HOME", "USER", "LANG", "TMPDIR") if k in os.environ}
+            env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+        else:
+            env = dict(os.environ)
+            env["PYSPARK_PYTHON"] = self.python
         if self.java_home:
             env["JAVA_HOME"] = self.java_home
-        conf_dir = self.base_dir / "conf"  # empty: no stray spark-defaults / log4j from the host
+        conf_dir = self.base_dir / "conf"  # no stray spark-defaults / log4j from the host
         env.update(
             SPARK_HOME=self.spark_home,
             SPARK_CONF_DIR=str(conf_dir),
             SPARK_LOCAL_IP=self.host,
             SPARK_LOCAL_HOSTNAME=self.host,
-            PYSPARK_PYTHON=self.python,
             # the pip package has no REST server worth having; keep it off port 6066
             SPARK_MASTER_OPTS=f"-Dspark.master.rest.enabled=false -Dspark.master.rest.port={self.rest_port or 0}",
         )
@@ -196,15 +212,56 @@ class StandaloneCluster:
         return int(self.state().get("aliveworkers", 0))
 
     # --- lifecycle -------------------------------------------------------------------------
-    def _launch(self, name: str, args: list[str]) -> None:
+    def _launch(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         log = self.base_dir / f"{name}.log"
-        fh = open(log, "wb")
+        fh = open(log, "ab")
         self._logs.append(fh)
         proc = subprocess.Popen(
             [self.spark_class, *args], stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-            env=self.env, cwd=self.base_dir, start_new_session=True,
+            env=env or self.env, cwd=self.base_dir, start_new_session=True,
         )
-        self._procs.append((name, proc, log))
+        self._procs = [p for p in self._procs if p[0] != name] + [(name, proc, log)]
+
+    def _launch_worker(self, i: int) -> None:
+        work = self.base_dir / f"work-{i}"
+        work.mkdir(exist_ok=True)
+        self.local_dir(i).mkdir(exist_ok=True)
+        self._launch(f"worker-{i}", [WORKER_CLASS, "--host", self.host, "--cores", str(self.cores),
+                                     "--memory", self.memory, "--webui-port", str(self.worker_ui_ports[i - 1]),
+                                     "--work-dir", str(work), self.master_url],
+                     env={**self.env, "SPARK_LOCAL_DIRS": str(self.local_dir(i))})
+
+    def executor_pids(self, worker: int) -> list[int]:
+        """PIDs of the executor JVMs below worker ``worker`` in the process tree (from ``/proc``)."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry.name))
+        found, todo = [], [self.pids[f"worker-{worker}"]]
+        while todo:
+            for pid in children.get(todo.pop(), []):
+                todo.append(pid)
+                try:
+                    if b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(pid)
+                except OSError:
+                    pass
+        return found
+
+    def kill(self, name: str) -> None:
+        """``kill -9`` one daemon (``master``, ``worker-N``), as a crash would; its executors follow."""
+        proc = dict((n, p) for n, p, _ in self._procs)[name]
+        proc.kill()
+        proc.wait(timeout=30)
+
+    def restart_worker(self, worker: int) -> None:
+        """Start worker ``worker`` again (after :meth:`kill`) and wait until all workers are alive."""
+        self._launch_worker(worker)
+        self._wait(f"{self.n_workers} workers to register", lambda: self.alive_workers() >= self.n_workers)
 
     def _check_alive(self) -> None:
         for name, proc, log in self._procs:
@@ -232,6 +289,8 @@ class StandaloneCluster:
             raise ClusterError("no Java found (set JAVA_HOME)")
         self.base_dir.mkdir(parents=True, exist_ok=True)
         (self.base_dir / "conf").mkdir(exist_ok=True)
+        (self.base_dir / "conf" / "spark-defaults.conf").write_text(
+            "".join(f"{k} {v}\n" for k, v in self.spark_defaults.items()))
         ports = free_ports(3 + self.n_workers, self.host)
         self.master_port, self.ui_port, self.rest_port = ports[:3]
         self.worker_ui_ports = ports[3:]
@@ -239,12 +298,8 @@ class StandaloneCluster:
             self._launch("master", [MASTER_CLASS, "--host", self.host, "--port", str(self.master_port),
                                     "--webui-port", str(self.ui_port)])
             self._wait("the master", lambda: self.state().get("status") == "ALIVE")
-            for i, port in enumerate(self.worker_ui_ports, start=1):
-                work = self.base_dir / f"work-{i}"
-                work.mkdir(exist_ok=True)
-                self._launch(f"worker-{i}", [WORKER_CLASS, "--host", self.host, "--cores", str(self.cores),
-                                             "--memory", self.memory, "--webui-port", str(port),
-                                             "--work-dir", str(work), self.master_url])
+            for i in range(1, self.n_workers + 1):
+                self._launch_worker(i)
             self._wait(f"{self.n_workers} workers to register", lambda: self.alive_workers() >= self.n_workers)
         except BaseException:
             self.stop()

@@ -1,14 +1,24 @@
-"""The spark-submit jobs on a real Spark standalone cluster: one master, two workers on 127.0.0.1.
+"""The spark-submit jobs on a real Spark standalone cluster (one master, two workers on 127.0.0.1).
 
-Trains MQ2008 Fold1 with ``jobs/train.py`` on the cluster and checks the weights against
-the in-process engine, then evaluates with ``jobs/evaluate.py``.  The cluster
-(``tests/cluster.py``) mirrors ``docker/compose.yaml``: 1 core and 1g per worker.
+One cluster serves the whole test session (:func:`cluster`, started on first use).  Its
+workers run with a *plain* environment: no venv, no sparkrank, no ``PYSPARK_PYTHON`` on their
+``PATH``; every job is submitted exactly as the README prints it, from a shell where the venv
+is active (its ``bin`` first on ``PATH``).  Cluster-side tuning for a small machine (fast JVM
+flags, executor memory, loopback driver address) lives in the cluster's ``spark-defaults.conf``,
+not on the command lines.
+
+Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Fault tests
+kill an executor JVM, a whole worker, or the driver right after iteration 2 (read from the
+job's log lines) and require the weights of an undisturbed run of the same job on the same
+cluster, bit for bit (:func:`undisturbed`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -21,60 +31,30 @@ import pytest
 from cluster import ClusterError, StandaloneCluster, java_home
 
 REPO = Path(__file__).resolve().parents[1]
-MQ2008 = Path(__file__).resolve().parents[2] / "shared" / "data" / "MQ2008" / "Fold1"
+VENV_BIN = Path(sys.executable).parent
 SUBMIT_TIMEOUT = 600
-# TRON trained to convergence on the cluster and locally.  MQ2008 at C=1 is ill-conditioned
-# (a one-ulp difference grows ~100x per Newton step), so this equality rests on every engine
-# rounding its sums once from double-doubles (sparkrank/engines/exact_sum.py).
 # Short-lived JVMs on a small machine: C1 only and the serial collector start faster and leave the
-# cores to the Python workers (on 2 cores this file went from 139-166 s to 123 s, CPU 150 s -> 85 s).
+# cores to the Python workers.
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SPARK_DEFAULTS = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.executor.memory": "768m",
+    "spark.executor.extraJavaOptions": FAST_JVM,
+    "spark.driver.extraJavaOptions": FAST_JVM,
+}
+TRON = ["--solver", "tron", "-C", "1", "--tol", "1e-6"]
+BMRM = ["--solver", "bmrm", "-C", "0.01", "--tol", "1e-2"]  # 13 iterations
 
 
-def _pythonpath() -> str:
-    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-
-
-@pytest.fixture(scope="module")
-def conversions(tmp_path_factory):
-    """``sparkrank convert --engine local`` of train and vali to Parquet, started at once (they
-    overlap the cluster's start-up); :func:`_converted` waits for one."""
-    out = tmp_path_factory.mktemp("mq2008")
-    for name in ("train", "vali"):
-        if not (MQ2008 / f"{name}.txt").exists():
-            pytest.skip(f"shared data {MQ2008 / name}.txt not available")
-    env = {**os.environ, "PYTHONPATH": _pythonpath()}
-    jobs = {}
-    for name in ("train", "vali"):
-        dst = out / f"{name}.parquet"
-        jobs[name] = (dst, subprocess.Popen(
-            [sys.executable, "-m", "sparkrank", "convert", "--engine", "local",
-             "--input", str(MQ2008 / f"{name}.txt"), "--output", str(dst)],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    try:
-        yield jobs
-    finally:
-        for _, proc in jobs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-
-
-def _converted(conversions, name: str) -> Path:
-    dst, proc = conversions[name]
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 0, f"convert of {name} failed:\n{out}"
-    return dst
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, conversions):
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """The session's standalone cluster: started on first use, stopped at the end."""
     if java_home() is None:
         pytest.skip("java is not available (no JAVA_HOME, no /usr/lib/jvm/java-17-openjdk-amd64, no java on PATH)")
     c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), n_workers=2, cores=1, memory="1g",
-                          extra_env={"PYTHONPATH": _pythonpath()}, daemon_java_opts=FAST_JVM)
+                          python=None, daemon_java_opts=FAST_JVM, spark_defaults=SPARK_DEFAULTS)
     try:
         c.start()
     except ClusterError as exc:
@@ -86,111 +66,226 @@ def cluster(tmp_path_factory, conversions):
 
 
 @pytest.fixture(scope="module")
-def train_parquet(conversions):
-    return _converted(conversions, "train")
+def data(tmp_path_factory):
+    """3,000 generated rows in Parquet (train) and 900 as SVMlight text (test, for ``jobs/convert.py``)."""
+    from sparkrank.data.io import write_parquet
+    from sparkrank.data.svmlight import write_svmlight
+    from sparkrank.datasets import make_ranking_data
+
+    out = tmp_path_factory.mktemp("cluster-data")
+    train, _ = make_ranking_data(3000, 10, rows_per_group=30, n_levels=4, density=0.6, seed=3)
+    test, _ = make_ranking_data(900, 10, rows_per_group=30, n_levels=4, density=0.6, seed=4)
+    write_parquet(out / "train.parquet", train)
+    write_svmlight(out / "test.txt", test.X, test.labels, np.repeat(test.qids, np.diff(test.groups.offsets)))
+    return out
+
+
+SOLVER_ARGS = {"tron": TRON, "bmrm": BMRM}
 
 
 @pytest.fixture(scope="module")
-def vali_parquet(conversions):
-    return _converted(conversions, "vali")
+def undisturbed(cluster, data, tmp_path_factory):
+    """``undisturbed(solver)``: the model path of an undisturbed ``jobs/train.py`` run (each run once)."""
+    models: dict[str, Path] = {}
+
+    def get(solver: str) -> Path:
+        if solver not in models:
+            path = tmp_path_factory.mktemp(f"undisturbed-{solver}") / "model.json"
+            _submit(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(path),
+                    *SOLVER_ARGS[solver])
+            models[solver] = path
+        return models[solver]
+
+    return get
 
 
-class MasterMonitor:
-    """Polls the master's JSON status in a thread while a job runs."""
-
-    def __init__(self, cluster: StandaloneCluster, period: float = 0.5):
-        self.cluster = cluster
-        self.period = period
-        self.snapshots: list[dict] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            try:
-                s = self.cluster.state(timeout=2)
-                self.snapshots.append({"aliveworkers": s.get("aliveworkers", 0), "coresused": s.get("coresused", 0),
-                                       "activeapps": len(s.get("activeapps", []))})
-            except Exception:  # noqa: BLE001 - a missed poll is not a failure
-                pass
-            self._stop.wait(self.period)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=10)
+def _submit_env(cluster: StandaloneCluster) -> dict[str, str]:
+    """The user's shell with the venv active, as the README assumes (the workers' is plain)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    env.update({k: v for k, v in cluster.env.items() if k.startswith("SPARK_") or k == "JAVA_HOME"})
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+    env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
+    return env
 
 
-def _submit(cluster: StandaloneCluster, job: str, *args: str) -> subprocess.CompletedProcess:
-    """``spark-submit jobs/JOB ARGS`` against ``cluster``; its output is also kept in the cluster's directory."""
-    cmd = [
-        cluster.spark_submit, "--master", cluster.master_url,
-        "--conf", "spark.driver.host=127.0.0.1",
-        "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--conf", f"spark.pyspark.python={sys.executable}",
-        "--conf", f"spark.pyspark.driver.python={sys.executable}",
-        "--conf", f"spark.executorEnv.PYTHONPATH={_pythonpath()}",
-        "--conf", "spark.executor.memory=768m",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
-        "--driver-java-options", FAST_JVM,
-        str(REPO / "jobs" / job), *args,
-    ]
-    env = {**cluster.env, "PYTHONPATH": _pythonpath()}
-    r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT)
-    stem = cluster.base_dir / f"submit-{Path(job).stem}"
-    Path(f"{stem}.out").write_text(r.stdout)
+def _readme_command(cluster: StandaloneCluster, job: str, *args: str) -> list[str]:
+    """``spark-submit --master spark://HOST:7077 jobs/JOB ARGS``: the README's line."""
+    return [str(VENV_BIN / "spark-submit"), "--master", cluster.master_url, f"jobs/{job}", *args]
+
+
+def _submit(cluster: StandaloneCluster, job: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess:
+    r = subprocess.run(_readme_command(cluster, job, *args), cwd=REPO, env=_submit_env(cluster),
+                       capture_output=True, text=True, timeout=SUBMIT_TIMEOUT)
+    stem = cluster.base_dir / f"submit-{Path(job).stem}-{time.monotonic_ns()}"
     Path(f"{stem}.err").write_text(r.stderr)
-    assert r.returncode == 0, f"{job} failed ({r.returncode}):\nstdout:\n{r.stdout}\nstderr (tail):\n{r.stderr[-6000:]}"
+    assert r.returncode == expect, f"{job} exited {r.returncode}:\nstdout:\n{r.stdout}\nstderr (tail):\n{r.stderr[-6000:]}"
     return r
 
 
-@pytest.fixture(scope="module")
-def spark_model(cluster, train_parquet, tmp_path_factory):
-    model = tmp_path_factory.mktemp("model") / "model.json"
-    t0 = time.monotonic()
-    with MasterMonitor(cluster) as monitor:
-        r = _submit(cluster, "train.py", "--input", str(train_parquet), "--model", str(model),
-                    "--solver", "tron", "-C", "1")
-    return model, monitor.snapshots, r, time.monotonic() - t0
+class Job:
+    """A spark-submit run whose output is read line by line (in threads), to act at a solver iteration."""
+
+    def __init__(self, cluster: StandaloneCluster, job: str, *args: str):
+        self.proc = subprocess.Popen(_readme_command(cluster, job, *args), cwd=REPO, env=_submit_env(cluster),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        self._iterations: dict[int, threading.Event] = {}
+        self._pattern = re.compile(r"sparkrank\.(tron|bmrm) iter\s+(\d+)\s")
+        # spark-submit prints the Python driver's stderr (the solver's log lines) on its stdout
+        self._readers = [threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True),
+                         threading.Thread(target=self._read, args=(self.proc.stderr,), daemon=True)]
+        for t in self._readers:
+            t.start()
+
+    def _event(self, iteration: int) -> threading.Event:
+        return self._iterations.setdefault(iteration, threading.Event())
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.lines.append(line)
+            m = self._pattern.search(line)
+            if m:
+                self._event(int(m.group(2))).set()
+
+    def wait_for_iteration(self, iteration: int, timeout: float = SUBMIT_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while not self._event(iteration).wait(0.5):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self._readers[0].join(timeout=10)
+                raise AssertionError(f"the job never logged iteration {iteration}:\n{self.log[-6000:]}")
+
+    def finish(self) -> int:
+        rc = self.proc.wait(timeout=SUBMIT_TIMEOUT)
+        for t in self._readers:
+            t.join(timeout=30)
+        return rc
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def kill_driver(self) -> None:
+        """``kill -9`` spark-submit and the Python driver it started (one process group)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.finish()
 
 
-def test_train_on_cluster_matches_local_engine(spark_model, train_parquet):
-    from sparkrank.data.io import read_ranking_data
+def _weights(path: Path) -> np.ndarray:
     from sparkrank.model import RankingModel
+
+    return RankingModel.load(path).weights
+
+
+def _block_bytes(cluster: StandaloneCluster, app_id: str) -> int:
+    """Bytes of the sparkrank block files of application ``app_id`` under the workers' local directories."""
+    total = 0
+    for i in range(1, cluster.n_workers + 1):
+        for d, _, files in os.walk(cluster.local_dir(i)):
+            if "sparkrank-blocks-" in d and f"{os.sep}{app_id}" in d:
+                for f in files:
+                    try:
+                        total += os.path.getsize(os.path.join(d, f))
+                    except OSError:  # deleted meanwhile
+                        pass
+    return total
+
+
+# -- the README's jobs ----------------------------------------------------------------------------
+def test_readme_jobs_run_on_workers_without_the_venv(cluster, data, undisturbed, tmp_path):
+    from sparkrank.data.io import read_ranking_data
     from sparkrank.training import train
 
-    path, snapshots, run, _ = spark_model
-    raw = json.loads(path.read_text())
-    assert raw["summary"]["engine"] == "spark", raw["summary"]
-    assert raw["summary"]["converged"], raw["summary"]
+    model = undisturbed("tron")  # jobs/train.py as the README prints it
+    raw = json.loads(model.read_text())
+    assert raw["summary"]["engine"] == "spark" and raw["summary"]["converged"], raw["summary"]
+    local = train(read_ranking_data(data / "train.parquet"), solver="tron", C=1.0, tol=1e-6)
+    np.testing.assert_array_equal(_weights(model), local.weights)
 
-    # the job really ran on the cluster: both workers alive throughout, both executors busy
-    assert snapshots, "no status snapshot of the master was taken during the run"
-    seen = {k: sorted({snap[k] for snap in snapshots}) for k in snapshots[0]}
-    seen = f"{len(snapshots)} snapshots of the master's status, values seen: {seen}"
-    assert all(snap["aliveworkers"] == 2 for snap in snapshots), seen
-    assert max(snap["activeapps"] for snap in snapshots) == 1, \
-        f"the job never registered with the master (did it run on an embedded local[*] session?); {seen}"
-    assert max(snap["coresused"] for snap in snapshots) == 2, f"not both workers ran an executor; {seen}"
-
-    w_spark = RankingModel.load(path).weights
-    local = train(read_ranking_data(train_parquet), solver="tron", C=1.0)
-    w_local = local.weights
-    assert w_spark.shape == w_local.shape
-    assert raw["summary"]["iterations"] == local.summary["iterations"]
-    rel = np.max(np.abs(w_spark - w_local)) / np.max(np.abs(w_local))
-    assert rel <= 1e-8, f"relative weight difference {rel:.3g} (spark {raw['summary']}, local {local.summary})"
-
-
-def test_evaluate_on_cluster(cluster, spark_model, vali_parquet):
-    path = spark_model[0]
-    r = _submit(cluster, "evaluate.py", "--model", str(path), "--input", str(vali_parquet))
-    out = r.stdout
-    start, end = out.find("{"), out.rfind("}")
-    assert start >= 0 and end > start, f"no JSON in the output:\n{out}"
-    metrics = json.loads(out[start:end + 1])
+    test = tmp_path / "test.parquet"
+    _submit(cluster, "convert.py", "--input", str(data / "test.txt"), "--output", str(test))
+    r = _submit(cluster, "evaluate.py", "--model", str(model), "--input", str(test))
+    metrics = json.loads(r.stdout[r.stdout.find("{"): r.stdout.rfind("}") + 1])
     assert 0.5 < metrics["pairwise_accuracy"] <= 1.0, metrics
+    _submit(cluster, "predict.py", "--model", str(model), "--input", str(test),
+            "--output", str(tmp_path / "scores.parquet"))
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "scores.parquet").num_rows == 900
+
+
+def test_executors_without_sparkrank_fail_fast_with_the_fix(cluster, data, tmp_path):
+    cmd = _readme_command(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(tmp_path / "m.json"))
+    # the driver has sparkrank, the executors get a Python without it
+    cmd[3:3] = ["--conf", "spark.pyspark.python=/usr/bin/python3", "--conf", f"spark.pyspark.driver.python={sys.executable}"]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, cwd=REPO, env=_submit_env(cluster), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT)
+    seconds = time.monotonic() - t0
+    out = r.stdout + r.stderr  # spark-submit prints the Python driver's stderr on its stdout
+    assert r.returncode == 2, out[-4000:]
+    assert "cannot import sparkrank" in out or "sparkrank (ModuleNotFoundError" in out, out[-4000:]
+    assert "spark.pyspark.python=" in out and "Traceback" not in out
+    print(f"failed in {seconds:.1f}s")
+
+
+# -- faults ---------------------------------------------------------------------------------------
+def _fit_with_fault(cluster, data, tmp_path, solver_args, fault) -> tuple[np.ndarray, Job]:
+    model = tmp_path / "model.json"
+    job = Job(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(model), *solver_args)
+    job.wait_for_iteration(2)
+    fault()
+    rc = job.finish()
+    assert rc == 0, f"the job failed after the fault ({rc}):\n{job.log[-8000:]}"
+    return _weights(model), job
+
+
+@pytest.mark.parametrize("solver", ["tron", "bmrm"])
+def test_fit_survives_a_killed_executor(cluster, data, undisturbed, tmp_path, solver):
+    killed = []
+
+    def kill_executor():
+        pids = cluster.executor_pids(1)
+        assert pids, "worker 1 runs no executor"
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+
+    reference = _weights(undisturbed(solver))
+    w, job = _fit_with_fault(cluster, data, tmp_path, SOLVER_ARGS[solver], kill_executor)
+    np.testing.assert_array_equal(w, reference)
+    assert killed
+
+
+@pytest.mark.parametrize("solver", ["tron", "bmrm"])
+def test_fit_survives_a_killed_worker(cluster, data, undisturbed, tmp_path, solver):
+    reference = _weights(undisturbed(solver))
+    try:
+        w, job = _fit_with_fault(cluster, data, tmp_path, SOLVER_ARGS[solver], lambda: cluster.kill("worker-2"))
+    finally:
+        cluster.restart_worker(2)
+    np.testing.assert_array_equal(w, reference)
+    # a crashed worker cannot clean up: its executor's directory (blocks included) stays behind
+    app_id = re.search(r"app ID (app-[0-9-]+)", job.log).group(1)
+    print(f"block files left by the killed worker: {_block_bytes(cluster, app_id)} bytes")
+
+
+def test_killed_driver_resumes_from_the_cli(cluster, data, undisturbed, tmp_path):
+    ck = tmp_path / "checkpoints"
+    args = ("--input", str(data / "train.parquet"), "--model", str(tmp_path / "model.json"), *TRON,
+            "--checkpoint-dir", str(ck))
+    job = Job(cluster, "train.py", *args)
+    job.wait_for_iteration(2)
+    job.kill_driver()
+    app_id = re.search(r"app ID (app-[0-9-]+)", job.log).group(1)
+    left = _block_bytes(cluster, app_id)
+    # the master notices the lost driver and the workers delete the application's directories
+    deadline = time.monotonic() + 60
+    while cluster.state().get("activeapps") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(2)
+    after = _block_bytes(cluster, app_id)
+    print(f"block files of the killed application: {left} bytes right after the kill, {after} after it ended")
+    assert left > 0 and after == 0
+
+    r = _submit(cluster, "train.py", *args, "--resume")
+    assert "resuming from" in r.stdout + r.stderr
+    np.testing.assert_array_equal(_weights(tmp_path / "model.json"), _weights(undisturbed("tron")))

@@ -119,11 +119,11 @@ def test_invalid_rows_are_dropped_and_counted_on_request(spark, tmp_path, caplog
 def test_too_few_features_is_an_error_and_leaves_no_blocks(spark, synthetic):
     import os
 
-    from sparkrank.spark.blocks import store_root
+    from sparkrank.spark.blocks import blocks_root
 
     data, path = synthetic
     def stored():  # every file below the block store root
-        return {os.path.join(d, f) for d, _, files in os.walk(store_root()) for f in files}
+        return {os.path.join(d, f) for d, _, files in os.walk(blocks_root()) for f in files}
 
     before = stored()
     with pytest.raises(DataError, match=f"feature index {data.n_features - 1} but n_features=3"):

@@ -97,6 +97,7 @@ def tron(
     max_cg: int = 1000,
     precondition: bool = True,
     callback: IterationCallback | None = None,
+    resume: dict | None = None,
 ) -> SolverResult:
     """Minimise a twice-differentiable objective by trust-region Newton.
 
@@ -119,6 +120,11 @@ def tron(
         gives LIBLINEAR < 2.30's plain TRON with the Euclidean rule.
     callback : callable, optional
         ``callback(iteration, w, record)`` after every accepted iteration (checkpoints, progress).
+    resume : dict, optional
+        ``{"iter": k, "trial": t, "delta": Δ}`` of an accepted iteration's record, with ``w0``
+        its weights: continue exactly as the run that wrote it (``f``, ``∇f`` and the
+        preconditioner at ``w0`` are recomputed bit for bit; the radius and the counts are
+        all else TRON keeps).
 
     Raises
     ------
@@ -143,11 +149,11 @@ def tron(
     gnorm0 = gnorm if at_zero else stable_norm(objective.gradient(np.zeros_like(w)), metric)
     if not math.isfinite(gnorm0):
         raise NonFiniteError(f"the gradient at w = 0 is not finite (norm {gnorm0!r})")
-    delta = stable_norm(g, M)  # ‖g‖_{M⁻¹}: a Cauchy-length first region in the M-norm
+    delta = stable_norm(g, M) if resume is None else float(resume["delta"])  # ‖g‖_{M⁻¹}: a Cauchy-length first region
     history: list[dict] = []
     message = zero_gradient_message() if gnorm0 == 0 else None
     converged = gnorm0 > 0 and gnorm <= tol * gnorm0
-    it = trials = 0
+    it, trials = (0, 0) if resume is None else (int(resume["iter"]), int(resume["trial"]))
     while not converged and gnorm0 > 0 and trials < max_iter:
         trials += 1
         s, r, cg_iter = _steihaug_pcg(objective, w, g, delta, max_cg, M)

@@ -9,14 +9,30 @@ executor memory-maps them: no copy, no unpickling, one copy in the page cache.  
 cached Spark dataset is only a tiny *reference* per partition, whose lineage rebuilds
 the block if an executor is lost; a task that lands on a host without the file raises
 :class:`BlockMissingError` and the driver rebuilds the store (``engine.py``).
+
+Where: ``<local dir>/sparkrank-blocks-<user>/<application id>/<store id>/part-NNNNN``, an
+absolute path.  ``<local dir>`` is the parent of the executor's Spark block-manager
+directory: on a standalone worker that is the application's own local directory, which
+the worker deletes when the application ends (even a killed one); in local mode it is
+``spark.local.dir`` (``/tmp``), cleaned by :meth:`SparkEngine.close`, by the driver's exit
+hook, and by :func:`sweep_stale_applications` at the next start.
+
+Kernel state (TRON's sorted scores, TopPush's dual iterates) is kept beside the block as a
+file, but the driver also keeps its *recipe* (:class:`StateRecipe`: the vector and kernel
+of the pass that made it, and the recipe of that pass's input state).  A state lost with
+its executor is recomputed from the rebuilt block by replaying the recipe: the same
+arithmetic on the same bytes, so the fit continues bit for bit.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
 import pickle
 import shutil
 import socket
+import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -55,14 +71,118 @@ class Block:
     qids: np.ndarray | None
 
 
-def store_root() -> str:
-    """The executor's working directory for this application (SparkFiles root)."""
-    from pyspark import SparkFiles
+#: Block directories of other applications older than this are removed at start-up even
+#: when their owner cannot be checked (another host, or no owner file).
+STALE_AFTER_SECONDS = 24 * 3600
+_OWNER_FILE = "owner"
 
-    return SparkFiles.getRootDirectory()
+
+@dataclass(frozen=True)
+class Owner:
+    """The application a block directory belongs to: its id and the driver's host and PID."""
+
+    app_id: str
+    host: str
+    pid: int
+
+    @classmethod
+    def of_this_driver(cls, app_id: str) -> "Owner":
+        return cls(app_id, socket.gethostname(), os.getpid())
 
 
-def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str):
+def blocks_root(local_dir: str | None = None) -> str:
+    """``<local dir>/sparkrank-blocks-<user>``: where this user's block stores live on this host.
+
+    ``local_dir`` defaults to the parent of the executor's block-manager directory
+    (``SPARK_LOCAL_DIRS``, which PySpark sets for its workers), else the temp directory.
+    """
+    if local_dir is None:
+        first = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+        local_dir = os.path.dirname(os.path.abspath(first)) if first else tempfile.gettempdir()
+    return os.path.join(os.path.abspath(local_dir), f"sparkrank-blocks-{_user()}")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers with an arbitrary uid)
+        return str(os.getuid())
+
+
+def app_dir(owner: Owner, local_dir: str | None = None) -> str:
+    """This application's block directory on this host (created with its owner file)."""
+    path = os.path.join(blocks_root(local_dir), owner.app_id)
+    marker = os.path.join(path, _OWNER_FILE)
+    if not os.path.exists(marker):
+        os.makedirs(path, exist_ok=True)
+        tmp = f"{marker}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(f"{owner.host} {owner.pid}\n")
+        os.replace(tmp, marker)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def is_stale(path: str, now: float | None = None) -> bool:
+    """Whether an application's block directory can go: its driver (on this host) is dead,
+    or it has not changed for :data:`STALE_AFTER_SECONDS`."""
+    now = time.time() if now is None else now
+    try:
+        age = now - os.stat(path).st_mtime
+    except OSError:
+        return False
+    try:
+        with open(os.path.join(path, _OWNER_FILE)) as f:
+            host, pid = f.read().split()
+        pid = int(pid)
+    except (OSError, ValueError):
+        return age > STALE_AFTER_SECONDS
+    if host == socket.gethostname() and not _pid_alive(pid):
+        return True
+    return age > STALE_AFTER_SECONDS
+
+
+def sweep_stale_applications(current_app: str | None, local_dir: str | None = None) -> list[str]:
+    """Remove the block directories of this user's earlier applications that are stale.
+
+    Returns the removed paths.  Run by the driver when an engine starts and by each
+    executor Python worker once, before its first block is written.
+    """
+    root = blocks_root(local_dir)
+    removed = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(root, name)
+        if name != current_app and os.path.isdir(path) and is_stale(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+_SWEPT: set[str] = set()
+
+
+def _sweep_once(owner: Owner) -> None:
+    """The executor-side stale sweep, once per Python worker and local directory."""
+    root = blocks_root()
+    if root not in _SWEPT:
+        _SWEPT.add(root)
+        sweep_stale_applications(owner.app_id)
+
+
+def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str):
     """A ``mapInArrow`` function: Arrow batches of one partition -> one block file + one ref row.
 
     Rows arrive shuffled (grouped by qid), so a bad row is named by its qid, never by its
@@ -81,6 +201,7 @@ def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, d
         from pyspark import TaskContext
 
         pid = TaskContext.get().partitionId()
+        _sweep_once(owner)
         batches = list(batches)
         ref = {"partition": pid, "path": "", "host": socket.gethostname(), "n_rows": 0, "n_groups": 0,
                "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nbytes": 0, "error": None}
@@ -91,7 +212,7 @@ def build_block_task(store_id: str, label_col: str, qid_col: str | None, spec, d
                 data = RankingData.from_arrays(np.zeros((0, 0)), np.zeros(0), None if qid_col is None else np.zeros(0))
             else:
                 data = decode_rows(table, label_col, qid_col, spec, dtype, max_features)
-            path = os.path.join(store_root(), "sparkrank-blocks", store_id, f"part-{pid:05d}")
+            path = os.path.join(app_dir(owner), store_id, f"part-{pid:05d}")
             ref.update(_write_block(path, data))
         except RowError as exc:
             ref["error"] = f"{_sample(table, label_col, qid_col, exc.row)}: {exc.detail}"
@@ -217,6 +338,37 @@ def remove_store(paths: list[str]) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class StateRecipe:
+    """How a kept kernel state was made: ``kernel(groups, X·vector, parent state)``.
+
+    The driver keeps one per live state; a task whose state file is gone (its executor was
+    lost and the block rebuilt elsewhere) replays the chain from the nearest state still on
+    disk, or from the start.  TRON's states have no parent (one sort at ``w``); TopPush's
+    dual iterates chain back to the first step.
+    """
+
+    state_id: int
+    vector: np.ndarray
+    kernel: Any
+    parent: "StateRecipe | None" = None
+
+    def chain(self) -> list["StateRecipe"]:
+        """This recipe and its ancestors, newest first."""
+        out, r = [], self
+        while r is not None:
+            out.append(r)
+            r = r.parent
+        return out
+
+
+@dataclass(frozen=True)
+class MissingStates:
+    """What an executor pass returns instead of a result when kernel states were not found."""
+
+    partitions: frozenset
+
+
 def _state_file(path: str, state_id: int) -> str:
     return os.path.join(path, f"state-{state_id}.pkl")
 
@@ -229,11 +381,48 @@ def _drop_states(path: str, released: tuple[int, ...]) -> None:
             pass
 
 
-def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
-                       released: tuple[int, ...]):
-    """Executor mode: ``X·w``, the kernel on this block's groups, ``Xᵀc``; keeps state on disk."""
+def _read_state(path: str, state_id: int):
+    """The kept state, or ``None`` when its file is not on this host."""
+    try:
+        with open(_state_file(path, state_id), "rb") as f:
+            return pickle.load(f)
+    except FileNotFoundError:
+        return None
 
-    def task(refs) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+
+def _write_state(path: str, state_id: int, state) -> None:
+    tmp = _state_file(path, state_id) + f".{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, _state_file(path, state_id))  # a killed task never leaves half a state
+
+
+def replay_state(block: Block, ref, recipe: StateRecipe):
+    """Recompute a lost state from its recipe chain (bitwise what the original passes made)."""
+    chain = recipe.chain()
+    state, start = None, len(chain)
+    for i, r in enumerate(chain):  # the newest ancestor still on disk
+        found = _read_state(ref.path, r.state_id)
+        if found is not None:
+            state, start = found, i
+            break
+    for r in reversed(chain[:start]):
+        scores = csr_dot(block.X, r.vector[: ref.width])
+        state = r.kernel(block.groups, scores, state).state
+    _write_state(ref.path, recipe.state_id, state)
+    return state
+
+
+def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
+                       released: tuple[int, ...], recipe_bc=None):
+    """Executor mode: ``X·w``, the kernel on this block's groups, ``Xᵀc``; keeps state on disk.
+
+    A missing input state yields :class:`MissingStates` (no task failure, so Spark does not
+    retry in vain) unless ``recipe_bc`` (a broadcast :class:`StateRecipe`) is given; then it
+    is recomputed.
+    """
+
+    def task(refs) -> Iterator[Any]:
         w = w_bc.value
         for ref in refs:
             if ref.n_rows == 0:
@@ -242,13 +431,16 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
             _drop_states(ref.path, released)
             state = None
             if in_state is not None:
-                with open(_state_file(ref.path, in_state), "rb") as f:
-                    state = pickle.load(f)
+                state = _read_state(ref.path, in_state)
+                if state is None:
+                    if recipe_bc is None:
+                        yield MissingStates(frozenset([ref.partition]))
+                        continue
+                    state = replay_state(block, ref, recipe_bc.value)
             scores = csr_dot(block.X, w[: ref.width])
             result = kernel(block.groups, scores, state)
             if out_state is not None:
-                with open(_state_file(ref.path, out_state), "wb") as f:
-                    pickle.dump(result.state, f, protocol=pickle.HIGHEST_PROTOCOL)
+                _write_state(ref.path, out_state, result.state)
             grad = None if result.coef is None else _padded_tdot(block.X, result.coef, n_features)
             yield result.stats_dd(), grad, np.array([ref.n_rows, ref.n_groups])
 
@@ -327,12 +519,15 @@ def labels_task():
     return task
 
 
-def cleanup_task():
-    """Delete this partition's block directory (and its kernel states)."""
+def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
+    """Delete this partition's block directory, and every store of this engine on the host."""
 
     def task(refs):
         for ref in refs:
             remove_store([ref.path])
+        root = os.path.join(blocks_root(), owner.app_id)
+        for store_id in store_ids:
+            shutil.rmtree(os.path.join(root, store_id), ignore_errors=True)
         yield 0
 
     return task
@@ -358,11 +553,15 @@ def add_pair(a: Any, b: Any):
     """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups])`` of executor passes.
 
     ``stats`` and ``gradient`` are double-doubles; the counts are what the tasks processed.
+    :class:`MissingStates` absorbs results (the pass is redone) and merges with its kind.
     """
     if a is None:
         return b
     if b is None:
         return a
+    if isinstance(a, MissingStates) or isinstance(b, MissingStates):
+        parts = [x.partitions for x in (a, b) if isinstance(x, MissingStates)]
+        return MissingStates(frozenset().union(*parts))
     return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2]
 
 

@@ -13,14 +13,26 @@ Two placements of the score-space kernel (DESIGN §2):
 Every pass broadcasts the vector and destroys the broadcast afterwards (Spark ML's
 ``RDDLossFunction``).  Blocks live as memory-mapped files on the executors
 (``blocks.py``).
+
+Failures: a lost executor's blocks come back through the cached references' lineage and
+its kept states through their recipes; a task that finds no block file makes the engine
+rebuild the whole store.  Either way the pass is retried, at most :data:`MAX_RECOVERIES`
+times, and the numbers are the undisturbed run's.  Block files go when the engine closes
+(a cleanup job), when the driver exits (:func:`_close_at_exit`), when a standalone worker
+ends the application, and, for local applications that died without either, at the next
+start (``blocks.sweep_stale_applications``).
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
+import os
+import shutil
 import time
 import uuid
+import weakref
 from typing import Literal
 
 import numpy as np
@@ -31,12 +43,36 @@ from ..data.groups import QueryGroups
 from ..engines.base import ColumnMoments, DataSummary, Engine, PassResult, ScoreKernel, StateHandle
 from ..engines.exact_sum import dd_round
 from . import blocks
+from .errors import ClusterError
 from .locate import locate_row_error
 
 log = logging.getLogger("sparkrank.spark")
 
 Placement = Literal["auto", "executor", "driver"]
 _ROW_ID = "__sparkrank_row_id"
+#: Rebuilds (of the block store, or of lost kernel states) one pass may need before it gives up.
+MAX_RECOVERIES = 3
+
+
+class ExecutorLossError(ClusterError):
+    """Blocks or kernel states kept being lost: the pass failed :data:`MAX_RECOVERIES` times."""
+
+
+_OPEN_ENGINES: "weakref.WeakSet[SparkEngine]" = weakref.WeakSet()
+_EXIT_HOOK: list[bool] = []
+
+
+def _close_at_exit() -> None:
+    """Driver exit hook: remove the block directories of engines never closed.
+
+    Local mode: the executors share this host, so the application's directory is removed
+    here (no Spark job at exit: the context may be going down).  On a cluster the worker
+    deletes each application's local directories, block files included, when it ends.
+    """
+    for engine in list(_OPEN_ENGINES):
+        if engine.is_local:
+            shutil.rmtree(os.path.join(blocks.blocks_root(engine.local_dir), engine.owner.app_id),
+                          ignore_errors=True)
 
 
 class SparkEngine(Engine):
@@ -80,6 +116,15 @@ class SparkEngine(Engine):
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
+        self.owner = blocks.Owner.of_this_driver(self.sc.applicationId)
+        self.is_local = self.sc.master.startswith("local")
+        # where the block manager keeps its directories: the executors' blocks go beside them
+        self.local_dir = str(self.sc._jvm.org.apache.spark.util.Utils.getConfiguredLocalDirs(self.sc._jsc.sc().conf())[0])
+        self._store_ids: list[str] = []
+        self._recipes: dict[int, blocks.StateRecipe] = {}
+        if self.is_local:  # the executors share this host: sweep what dead applications left
+            for path in blocks.sweep_stale_applications(self.owner.app_id, self.local_dir):
+                log.info("removed stale block directory %s", path)
         names = df.columns
         if label_col not in names:
             raise DataError(f"no label column {label_col!r}; columns are {', '.join(names)}")
@@ -107,6 +152,10 @@ class SparkEngine(Engine):
             df = self._drop_invalid_rows(df)
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
+        _OPEN_ENGINES.add(self)
+        if not _EXIT_HOOK:
+            atexit.register(_close_at_exit)
+            _EXIT_HOOK.append(True)
         self._build()
 
     # -- building the blocks ---------------------------------------------------------------
@@ -143,7 +192,8 @@ class SparkEngine(Engine):
     def _build(self) -> None:
         t0 = time.perf_counter()
         self.store_id = uuid.uuid4().hex[:12]
-        task = blocks.build_block_task(self.store_id, self.label_col, self.qid_col, self.spec, self.dtype)
+        self._store_ids.append(self.store_id)
+        task = blocks.build_block_task(self.owner, self.store_id, self.label_col, self.qid_col, self.spec, self.dtype)
         self._refs_df = self._df.mapInArrow(task, blocks.REF_SCHEMA).cache()
         refs = sorted(self._refs_df.collect(), key=lambda r: r.partition)
         errors = [r.error for r in refs if r.error]
@@ -205,30 +255,59 @@ class SparkEngine(Engine):
         if state is not None and state.released:
             raise RuntimeError("kernel state was already released")
         vector = np.ascontiguousarray(vector, dtype=np.float64)
-        for attempt in (1, 2):
+        replay = False
+        for attempt in range(MAX_RECOVERIES + 1):
             try:
                 if self.placement == "executor":
-                    return self._run_executor(vector, kernel, state, keep_state)
-                return self._run_driver(vector, kernel, state, keep_state)
-            except Exception as exc:  # a block file missing on the task's host: rebuild once
-                if attempt == 2 or "BlockMissingError" not in str(exc):
+                    result = self._run_executor(vector, kernel, state, keep_state, replay)
+                else:
+                    result = self._run_driver(vector, kernel, state, keep_state)
+            except Exception as exc:  # a block file missing on the task's host: rebuild the store
+                if "BlockMissingError" not in str(exc):
                     raise
-                log.warning("block files missing on an executor; rebuilding the block store")
+                self._recover(attempt, "block files missing on an executor; rebuilding the block store", exc)
                 self._refs_rdd.unpersist()
                 self._refs_df.unpersist()
                 self._build()
+                replay = True  # the new store has no kept states
+                continue
+            if isinstance(result, blocks.MissingStates):
+                self._recover(attempt, f"kernel state lost with an executor in {len(result.partitions)} "
+                                       "partition(s); recomputing it from its recipe", None)
+                replay = True
+                continue
+            return result
 
-    def _run_executor(self, vector, kernel, state, keep_state) -> PassResult:
-        out_id = next(self._state_ids) if keep_state else None
+    def _recover(self, attempt: int, what: str, cause: Exception | None) -> None:
+        if attempt >= MAX_RECOVERIES:
+            raise ExecutorLossError(
+                f"a Spark pass failed {MAX_RECOVERIES + 1} times because executors kept losing sparkrank's "
+                f"blocks ({what}); check the executors' logs for why they die (memory, preemption)"
+            ) from cause
+        log.warning("%s (recovery %d of at most %d)", what, attempt + 1, MAX_RECOVERIES)
+
+    def _run_executor(self, vector, kernel, state, keep_state, replay: bool):
         in_id = None if state is None else state.payload
-        released, self._released = tuple(self._released), []
+        recipe = None if in_id is None else self._recipes[in_id]
+        released = tuple(self._released)
         bw = self.sc.broadcast(vector)
+        recipe_bc = self.sc.broadcast(recipe) if replay and recipe is not None else None
+        out_id = next(self._state_ids) if keep_state else None
         try:
-            task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released)
+            task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc)
             total = self._refs_rdd.mapPartitions(task).treeAggregate(
                 None, blocks.add_pair, blocks.add_pair, depth=self.aggregation_depth)
         finally:
             bw.destroy()
+            if recipe_bc is not None:
+                recipe_bc.destroy()
+        if isinstance(total, blocks.MissingStates):
+            if out_id is not None:  # states some partitions wrote in this failed attempt
+                self._released.append(out_id)
+            return total
+        self._released = [sid for sid in self._released if sid not in released]
+        if keep_state:
+            self._recipes[out_id] = blocks.StateRecipe(out_id, vector, kernel, recipe)
         stats, grad, counts = total if total is not None else ((np.zeros(0), np.zeros(0)), None, np.zeros(2))
         self._processed += (1, int(counts[0]), int(counts[1]))
         grad = None if grad is None else dd_round(grad)
@@ -299,6 +378,7 @@ class SparkEngine(Engine):
         state.released = True
         if self.placement == "executor":
             self._released.append(state.payload)  # deleted by the next pass's tasks
+            self._recipes.pop(state.payload, None)  # (a later state's recipe may still hold it)
         else:
             self._driver_states.pop(state.payload, None)
 
@@ -312,12 +392,14 @@ class SparkEngine(Engine):
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""
+        _OPEN_ENGINES.discard(self)
         if getattr(self, "_refs_df", None) is None:
             return
         try:
-            self._refs_rdd.mapPartitions(blocks.cleanup_task()).collect()
+            self._refs_rdd.mapPartitions(blocks.cleanup_task(self.owner, tuple(self._store_ids))).collect()
         finally:
             self._refs_rdd.unpersist()
             self._refs_df.unpersist()
             self._refs_df = None
+            self._recipes.clear()
 

@@ -1,4 +1,7 @@
-"""Data errors raised inside Spark tasks, recovered on the driver.
+"""Errors of the Spark side that the command line reports as one clean message (exit 2).
+
+:class:`ClusterError`: the cluster cannot run sparkrank's tasks.  Data errors raised inside
+Spark tasks are recovered on the driver (:func:`data_error_in`).
 
 A :class:`~sparkrank.data.block.DataError` raised by a Python task (a bad SVMlight line,
 a bad Parquet row) fails the Spark job; the driver then sees a ``PythonException`` or
@@ -12,6 +15,11 @@ from __future__ import annotations
 import re
 
 from ..data.block import DataError
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot run sparkrank's tasks (wrong interpreter, executors keep dying)."""
+
 
 # "sparkrank.data.svmlight.SVMLightFormatError: data.txt: malformed label 'x' on line 7"
 _RAISED = re.compile(r"^\s*(?:\w+: )?sparkrank\.[\w.]+\.(\w*Error): (.+)$", re.M)

@@ -1,9 +1,74 @@
-"""Get a SparkSession: the one spark-submit made, or an embedded ``local[*]`` one."""
+"""Get a SparkSession: the one spark-submit made, or an embedded ``local[*]`` one.
+
+The executors' Python: PySpark 4 takes the worker interpreter from the driver's
+``PYSPARK_PYTHON`` environment variable when the context starts (``spark-submit --conf
+spark.pyspark.python=...`` sets it); setting ``spark.pyspark.python`` on the builder is not
+enough.  So unless one was chosen, :func:`get_session` sets ``PYSPARK_PYTHON`` to this
+interpreter *before* the context starts: embedded sessions and single-host clusters then run
+the same Python (with sparkrank, numba, pyarrow) whether or not its venv is on ``PATH``.  On
+a cluster, :func:`check_executors` runs one task that imports sparkrank and fails in seconds
+with the flag to use when the executors cannot.
+"""
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
+
+from .errors import ClusterError
+
+#: What the probe task imports: everything a pass needs on the executors.
+EXECUTOR_MODULES = ("numpy", "numba", "pyarrow", "scipy", "sparkrank")
+
+# The probe is compiled here rather than defined in this module: cloudpickle ships a function
+# of an importable module by reference, and unpickling it would need the very sparkrank whose
+# absence the probe reports.
+_PROBE_SOURCE = '''
+def probe(_):
+    import sys
+    missing = []
+    for name in MODULES:
+        try:
+            __import__(name)
+        except Exception as exc:
+            missing.append(name + " (" + type(exc).__name__ + ": " + str(exc) + ")")
+    yield sys.executable, missing
+'''
+
+
+def _probe_function(modules: tuple[str, ...]):
+    namespace = {"__builtins__": builtins, "MODULES": modules}
+    exec(_PROBE_SOURCE, namespace)  # noqa: S102 - fixed source above
+    return namespace["probe"]
+
+
+def interpreter_hint(python: str) -> str:
+    """How to give the executors an interpreter that has sparkrank (the README's lines)."""
+    return ("give the executors a Python that has sparkrank: `spark-submit --conf spark.pyspark.python="
+            f"{python} ...` when every worker host has that path, or ship a packed venv: "
+            "`spark-submit --archives venv.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python ...`"
+            " (see README, 'Running on a cluster')")
+
+
+def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
+    """Run one task that imports ``modules`` on an executor; raise :class:`ClusterError` if it cannot.
+
+    The task catches its own import errors (so Spark does not retry it) and the whole check
+    costs one small job.
+    """
+    sc = spark.sparkContext
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    try:
+        found = sc.parallelize([0], 1).mapPartitions(_probe_function(tuple(modules))).collect()
+    except Exception as exc:  # the interpreter itself could not start on the executor
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ClusterError(f"the executors could not start Python {python!r} ({first[:300]}); "
+                           f"{interpreter_hint(sys.executable)}") from None
+    executable, missing = found[0]
+    if missing:
+        raise ClusterError(f"the executors' Python {executable} cannot import {'; '.join(missing)}; "
+                           f"{interpreter_hint(sys.executable)}")
 
 
 #: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
@@ -16,8 +81,10 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     """Return the active SparkSession or create one.
 
     Under ``spark-submit`` the master and resources come from the command line; otherwise
-    an embedded ``local[*]`` session is started (UI off, quiet progress) whose Python
-    workers use this interpreter, so they import the same sparkrank and numba.
+    an embedded ``local[*]`` session is started (UI off, quiet progress).  Either way the
+    executors' Python workers run this interpreter unless ``PYSPARK_PYTHON`` /
+    ``spark.pyspark.python`` names another, and on a cluster :func:`check_executors` makes
+    sure they can import sparkrank before any work is done.
 
     Parameters
     ----------
@@ -48,12 +115,15 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     if master or not submitted.contains("spark.master"):
         builder = builder.master(master or "local[*]")
     is_local = (master or submitted.get("spark.master", "local[*]")).startswith("local")
+    # the context reads the workers' interpreter from the environment when it starts
+    python = (conf or {}).get("spark.pyspark.python") or submitted.get("spark.pyspark.python", None) \
+        or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
     defaults = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
-        # workers must run this interpreter (it has numba, scipy and sparkrank)
-        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        "spark.pyspark.python": python,
         "spark.pyspark.driver.python": sys.executable,
     }
     defaults["spark.log.level"] = log_level.upper()
@@ -69,4 +139,6 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level.upper())
+    if not is_local:
+        check_executors(spark)
     return spark

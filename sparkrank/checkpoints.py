@@ -1,0 +1,267 @@
+"""Solver checkpoints during a fit, and resuming from the newest one (CLI, jobs, pyspark.ml).
+
+A checkpoint is one JSON file ``<dir>/iter-NNNNNNNN`` written atomically (temporary name,
+then rename), so a reader never sees half of one.  It holds the iteration, the solver's
+current weights (in the solver's space: standardized when standardization is on), the
+solver's own state when the solver can continue exactly (TRON: the trust-region radius, see
+:data:`RESUMABLE`), the fit's settings and a fingerprint of the training data.  A resumed
+fit checks settings, data and ``n_features`` first and refuses with a clear error when they
+differ; then TRON continues bit for bit where the undisturbed run would have been.
+
+Only the newest :data:`KEEP` checkpoints stay.  Directories are local paths or any Hadoop
+URI (``hdfs://``, ``s3a://``, ``file://``): the four I/O functions at the end are the only
+place that touches storage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+log = logging.getLogger("sparkrank.checkpoints")
+
+#: How many checkpoints a fit keeps (older ones are deleted after each write).
+KEEP = 2
+PREFIX = "iter-"
+#: Solvers whose state beyond ``w`` fits in the checkpoint record, so resuming is exact:
+#: solver -> the record keys handed back to it.  Others resume as a warm start from ``w``.
+RESUMABLE: dict[str, tuple[str, ...]] = {"tron": ("iter", "trial", "delta")}
+
+
+class CheckpointMismatchError(ValueError):
+    """The checkpoint was written by a fit with other settings or other data."""
+
+
+def data_fingerprint(engine) -> dict[str, Any]:
+    """Sizes and a digest of per-feature min/max: identical on every engine and partitioning.
+
+    Minima and maxima are exact under any merge order (sums and means are not), so the local
+    and Spark engines give the same digest for the same rows.
+    """
+    s = engine.summary
+    stats = engine.feature_statistics()
+    digest = hashlib.sha256(np.ascontiguousarray(stats.min, dtype=np.float64).tobytes()
+                            + np.ascontiguousarray(stats.max, dtype=np.float64).tobytes()).hexdigest()[:16]
+    return {"n_rows": s.n_rows, "n_groups": s.n_groups, "n_pairs": s.n_pairs,
+            "n_groups_without_pairs": s.n_groups_without_pairs, "n_features": s.n_features,
+            "feature_range_sha256": digest}
+
+
+def checkpoint_path(directory: str, iteration: int) -> str:
+    """Where the checkpoint of ``iteration`` is written."""
+    return f"{directory.rstrip('/')}/{PREFIX}{iteration:08d}"
+
+
+def _iterations(directory: str) -> list[int]:
+    names = _list_names(directory)
+    return sorted(int(n[len(PREFIX):]) for n in names if n.startswith(PREFIX) and n[len(PREFIX):].isdigit())
+
+
+def latest(directory: str) -> dict[str, Any] | None:
+    """The newest checkpoint in ``directory`` (``weights`` as a numpy array, ``path`` added), or ``None``."""
+    found = _iterations(directory)
+    if not found:
+        return None
+    path = checkpoint_path(directory, found[-1])
+    try:
+        record = json.loads(_read_text(path))
+        record["weights"] = np.asarray(record["weights"], dtype=np.float64)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"checkpoint {path} is not a sparkrank checkpoint: {exc}") from None
+    record["path"] = path
+    return record
+
+
+class CheckpointWriter:
+    """A solver ``callback(iteration, w, record)`` writing a checkpoint every ``interval`` iterations.
+
+    Parameters
+    ----------
+    directory : str
+        Local path or Hadoop URI; created if missing.
+    interval : int
+    meta : dict
+        Facts stored beside the weights (settings, data fingerprint).
+    solver_keys : tuple of str
+        Keys of the solver's iteration record to store as its resumable state.
+    """
+
+    def __init__(self, directory: str, interval: int, meta: dict[str, Any], solver_keys: tuple[str, ...] = ()):
+        if interval < 1:
+            raise ValueError(f"checkpoint interval must be positive; got {interval}")
+        self.directory, self.interval, self.meta = directory.rstrip("/"), interval, dict(meta)
+        self.solver_keys = solver_keys
+        self.written: list[str] = []
+
+    def __call__(self, iteration: int, w: np.ndarray, record: dict[str, Any]) -> None:
+        if iteration % self.interval:
+            return
+        if not self.written:
+            # an earlier fit's checkpoints (already read if this fit resumes from one) would
+            # outrank this fit's by iteration number: the directory holds one fit at a time
+            for old in _iterations(self.directory):
+                if old >= iteration:
+                    _delete(checkpoint_path(self.directory, old))
+        path = checkpoint_path(self.directory, iteration)
+        solver_state = {k: _plain_value(record[k]) for k in self.solver_keys if k in record}
+        text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": solver_state,
+                           "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
+                           "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
+        _write_text_atomic(path, text)
+        self.written.append(path)
+        log.info("checkpoint of iteration %d written to %s", iteration, path)
+        for old in _iterations(self.directory)[:-KEEP]:
+            _delete(checkpoint_path(self.directory, old))
+
+
+def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs."""
+    for key, mine in meta.items():
+        theirs = found.get(key)
+        if theirs != mine:
+            raise CheckpointMismatchError(
+                f"checkpoint {found['path']} was written with {key}={theirs!r}, but this fit has "
+                f"{key}={mine!r}; resume with the same data and settings, or use another --checkpoint-dir")
+
+
+@dataclass
+class Resumption:
+    """What a checkpointed fit starts from: weights, solver state and the writer callback."""
+
+    w0: np.ndarray | None
+    solver_state: dict[str, Any] | None
+    callback: Callable | None
+    iteration: int = 0
+
+
+def begin(directory: str | None, *, interval: int, resume: bool, engine, settings: dict[str, Any],
+          w0: np.ndarray | None = None) -> Resumption:
+    """Set up checkpoints for one fit, resuming from the newest one when asked.
+
+    Parameters
+    ----------
+    directory : str or None
+        Checkpoint directory (``None``: no checkpoints; then ``resume`` is an error).
+    interval : int
+        Write every ``interval`` accepted iterations.
+    resume : bool
+        Start from the newest checkpoint (after checking ``settings`` and the data); with
+        none there yet, start afresh.
+    engine : Engine
+        The training data (for the fingerprint).
+    settings : dict
+        Everything that must match to resume: solver, C, tol, counting, options, standardization.
+    w0 : ndarray, optional
+        The start when there is nothing to resume.
+    """
+    if directory is None:
+        if resume:
+            raise ValueError("--resume needs --checkpoint-dir")
+        return Resumption(w0, None, None)
+    meta = {**settings, "data": data_fingerprint(engine), "n_features": engine.summary.n_features}
+    solver_keys = RESUMABLE.get(settings.get("solver"), ())
+    writer = CheckpointWriter(directory, interval, meta, solver_keys)
+    if resume:
+        found = latest(directory)
+        if found is None:
+            log.info("no checkpoint in %s; starting afresh", directory)
+        else:
+            check_compatible(found, meta)
+            if found["weights"].shape != (engine.summary.n_features,):
+                raise CheckpointMismatchError(f"checkpoint {found['path']} has {found['weights'].shape[0]} "
+                                              f"weights, the data {engine.summary.n_features} features")
+            state = found.get("solver_state") or None
+            log.info("resuming from %s (iteration %d%s)", found["path"], found["iteration"],
+                     "" if state else "; a warm start: this solver's state is not checkpointed")
+            return Resumption(found["weights"], state, writer, int(found["iteration"]))
+    return Resumption(w0, None, writer)
+
+
+def _is_plain(v) -> bool:
+    return isinstance(v, (int, float, str, bool, np.floating, np.integer)) or v is None
+
+
+def _plain_value(v):
+    return v.item() if isinstance(v, (np.floating, np.integer)) else v
+
+
+# -- storage: the only functions that touch the file system ------------------------------------
+def _is_local(uri: str) -> bool:
+    return "://" not in uri
+
+
+def _hadoop(uri: str):
+    """The Hadoop FileSystem and Path of ``uri``, through the active Spark session's JVM."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise ValueError(f"checkpoint directory {uri} is a URI: it needs Spark (use --engine spark) or a local path")
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
+
+
+def _write_text_atomic(uri: str, text: str) -> None:
+    tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
+    if _is_local(uri):
+        os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, uri)
+        return
+    fs, path, jvm = _hadoop(uri)
+    tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
+    out = fs.create(tmp_path, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+    if fs.exists(path):
+        fs.delete(path, False)
+    if not fs.rename(tmp_path, path):
+        raise OSError(f"could not rename {tmp} to {uri}")
+
+
+def _read_text(uri: str) -> str:
+    if _is_local(uri):
+        with open(uri) as f:
+            return f.read()
+    fs, path, jvm = _hadoop(uri)
+    stream = fs.open(path)
+    try:
+        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def _list_names(directory: str) -> list[str]:
+    if _is_local(directory):
+        try:
+            return os.listdir(directory)
+        except FileNotFoundError:
+            return []
+    fs, path, _ = _hadoop(directory)
+    if not fs.exists(path):
+        return []
+    return [s.getPath().getName() for s in fs.listStatus(path)]
+
+
+def _delete(uri: str) -> None:
+    if _is_local(uri):
+        try:
+            os.remove(uri)
+        except FileNotFoundError:
+            pass
+        return
+    fs, path, _ = _hadoop(uri)
+    fs.delete(path, True)

@@ -1,0 +1,134 @@
+"""Lost executor state, block cleanup and resume, on the embedded Spark session and the local engine.
+
+The standalone-cluster versions (killed executor JVMs, workers and drivers) are in
+``test_cluster.py``; here the loss is simulated by deleting the kept kernel states between
+iterations, which is what an executor loss leaves behind once the block is rebuilt.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sparkrank.cli import main
+from sparkrank.data.io import write_parquet
+from sparkrank.datasets import make_ranking_data
+from sparkrank.spark import blocks
+from sparkrank.spark import engine as spark_engine
+from sparkrank.spark.engine import ExecutorLossError, SparkEngine
+from sparkrank.training import train
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    data, _ = make_ranking_data(1500, 8, rows_per_group=25, n_levels=3, density=0.6, seed=5)
+    path = tmp_path_factory.mktemp("recovery") / "train.parquet"
+    write_parquet(path, data)
+    return data, str(path)
+
+
+def _store_dir(engine: SparkEngine) -> str:
+    return os.path.join(blocks.blocks_root(engine.local_dir), engine.owner.app_id, engine.store_id)
+
+
+def _drop_states_after(engine: SparkEngine, iteration: int, dropped: list):
+    """A solver callback deleting every kept kernel state once ``iteration`` is done."""
+
+    def callback(it, w, record):
+        if it == iteration:
+            files = glob.glob(os.path.join(_store_dir(engine), "part-*", "state-*.pkl"))
+            for f in files:
+                os.remove(f)
+            dropped.append(len(files))
+
+    return callback
+
+
+@pytest.mark.parametrize("solver", ["tron", "toppush"])
+def test_lost_kernel_states_are_recomputed_bitwise(spark, synthetic, solver, caplog):
+    _, path = synthetic
+    options = {"max_iter": 20} if solver == "toppush" else {}  # passes, backtracking included
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=3) as engine:
+        undisturbed = train(engine, solver=solver, C=0.1, **options)
+        dropped: list[int] = []
+        disturbed = train(engine, solver=solver, C=0.1, callback=_drop_states_after(engine, 2, dropped), **options)
+    assert dropped and dropped[0] > 0, "no kept state was found to delete"
+    assert "recomputing it from its recipe" in caplog.text
+    np.testing.assert_array_equal(disturbed.weights, undisturbed.weights)
+    assert disturbed.summary["iterations"] == undisturbed.summary["iterations"]
+
+
+def test_recovery_is_bounded(spark, synthetic, monkeypatch):
+    _, path = synthetic
+    monkeypatch.setattr(spark_engine, "MAX_RECOVERIES", 0)
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=2) as engine:
+        with pytest.raises(ExecutorLossError, match="failed 1 times because executors kept losing"):
+            train(engine, solver="tron", C=0.1, callback=_drop_states_after(engine, 1, []))
+
+
+def test_blocks_are_removed_on_close(spark, synthetic):
+    _, path = synthetic
+    engine = SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=2)
+    store = _store_dir(engine)
+    assert all(os.path.isabs(r.path) and r.path.startswith(store) for r in engine.refs)
+    assert glob.glob(os.path.join(store, "part-*", "*.npy"))
+    engine.close()
+    assert not os.path.exists(store)
+
+
+def test_stale_applications_are_swept(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    here = socket.gethostname()
+    root = blocks.blocks_root(str(tmp_path))
+    for app, owner, age in (("app-dead", f"{here} {dead_pid}", 0), ("app-live", f"{here} {os.getpid()}", 0),
+                            ("app-old-elsewhere", "otherhost 1", blocks.STALE_AFTER_SECONDS + 60),
+                            ("app-new-elsewhere", "otherhost 1", 0)):
+        d = os.path.join(root, app, "store", "part-00000")
+        os.makedirs(d)
+        np.save(os.path.join(d, "data.npy"), np.zeros(10))
+        with open(os.path.join(root, app, "owner"), "w") as f:
+            f.write(owner + "\n")
+        if age:
+            t = os.stat(os.path.join(root, app)).st_mtime - age
+            os.utime(os.path.join(root, app), (t, t))
+    removed = blocks.sweep_stale_applications("app-current", str(tmp_path))
+    assert sorted(os.path.basename(p) for p in removed) == ["app-dead", "app-old-elsewhere"]
+    assert sorted(os.listdir(root)) == ["app-live", "app-new-elsewhere"]
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_cli_resume_is_bitwise_equal_to_an_undisturbed_run(spark, synthetic, tmp_path, engine, capsys):
+    _, path = synthetic
+    common = ["train", "--engine", engine, "--input", path, "-C", "0.1", "--tol", "1e-6"]
+    if engine == "spark":
+        common += ["--partitions", "3"]
+    ck = str(tmp_path / "ck")
+    assert main([*common, "--model", str(tmp_path / "full.json")]) == 0
+    # "killed" after iteration 2: the checkpoints are all that is left of the first run
+    assert main([*common, "--model", str(tmp_path / "cut.json"), "--checkpoint-dir", ck, "--max-iter", "2"]) == 0
+    assert sorted(os.listdir(ck)) == ["iter-00000001", "iter-00000002"]
+    assert main([*common, "--model", str(tmp_path / "resumed.json"), "--checkpoint-dir", ck, "--resume"]) == 0
+    full = json.loads((tmp_path / "full.json").read_text())
+    resumed = json.loads((tmp_path / "resumed.json").read_text())
+    assert resumed["weights"] == full["weights"]
+    assert resumed["summary"]["iterations"] == full["summary"]["iterations"] > 2
+
+    capsys.readouterr()
+    assert main([*common, "-C", "0.2", "--model", str(tmp_path / "x.json"), "--checkpoint-dir", ck, "--resume"]) == 2
+    assert "was written with C=0.1, but this fit has C=0.2" in capsys.readouterr().err
+    other = tmp_path / "other.parquet"
+    data, _ = make_ranking_data(900, 8, rows_per_group=25, n_levels=3, density=0.6, seed=6)
+    write_parquet(other, data)
+    other_args = [a if a != path else str(other) for a in common]
+    assert main([*other_args, "--model", str(tmp_path / "x.json"), "--checkpoint-dir", ck, "--resume"]) == 2
+    assert "was written with data=" in capsys.readouterr().err
+    assert main([*common, "--model", str(tmp_path / "x.json"), "--resume"]) == 2
+    assert "--resume needs --checkpoint-dir" in capsys.readouterr().err
