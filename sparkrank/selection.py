@@ -115,7 +115,7 @@ def metric_ks(metric: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class SparkSource:
-    """A ranking DataFrame and how to build a :class:`~sparkrank.spark.engine.SparkEngine` on it.
+    """A ranking DataFrame and how to build a :class:`~sparkrank.engines.spark.SparkEngine` on it.
 
     Attributes
     ----------

@@ -14,7 +14,7 @@ from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.evaluation import evaluate_ranking
 from sparkrank.evaluation.evaluate import evaluate_model
-from sparkrank.spark.engine import SparkEngine
+from sparkrank.engines.spark import SparkEngine
 from sparkrank.training import train
 
 

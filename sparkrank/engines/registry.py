@@ -71,7 +71,7 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
                  drop_invalid_rows: bool = False, placement: str = "auto", num_partitions: int | None = None,
                  aggregation_depth: int = 2) -> Engine:
     from ..io.fs import active_or_new_session
-    from ..spark.engine import SparkEngine
+    from .spark import SparkEngine
 
     df, cols = source.dataframe(spark or active_or_new_session())
     return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,

@@ -120,7 +120,7 @@ class Source:
 
     # -- Spark ------------------------------------------------------------------------------
     def dataframe(self, spark):
-        """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.spark.engine.SparkEngine`."""
+        """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.engines.spark.SparkEngine`."""
         from ..spark.io import Columns
 
         df = get_format(self.format).read_spark(spark, list(self.uris))

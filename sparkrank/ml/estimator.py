@@ -1,6 +1,6 @@
 """LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
 
-Fitting builds a :class:`~sparkrank.spark.engine.SparkEngine` over the DataFrame and calls
+Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame and calls
 :func:`sparkrank.training.train`; every piece of training logic lives there.
 """
 
