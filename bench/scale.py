@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--driver-memory", default="4g")
     args = ap.parse_args(argv)
 
-    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.engines.spark import SparkEngine
     from sparkrank.spark.session import get_session
     from sparkrank.training import train
 

@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.engines.spark import SparkEngine
     from sparkrank.spark.session import get_session
 
     spark = get_session(args.master, conf={"spark.driver.memory": "6g"})

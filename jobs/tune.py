@@ -6,8 +6,10 @@
 
     spark-submit --master spark://HOST:7077 jobs/tune.py --input train.parquet --folds 5 --help
 
-Every option of `sparkrank tune` applies; `--engine spark` is implied and the master,
-memory and partitions come from spark-submit as usual.  With `--folds K` each fold is the
+Every option of `sparkrank tune` applies (`sparkrank tune --help`): inputs and outputs may
+be any Hadoop URI, Hive-partitioned directories, globs, with `--where` filters (applied to
+--input and --valid); `--engine spark` is implied and the master, memory and partitions come
+from spark-submit as usual.  With `--folds K` each fold is the
 rows whose `pmod(xxhash64(qid, seed), K)` equals the fold number, so folds hold whole
 query groups and are never collected to the driver.
 """

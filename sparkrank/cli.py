@@ -4,8 +4,11 @@
 :mod:`sparkrank.selection`); ``report`` draws PNGs (convergence, metric vs C, scores by
 label level, see :mod:`sparkrank.report`).
 
-Every command reads SVMlight/LETOR text (``.gz`` too) or Parquet; ``sample:train`` and
-``sample:test`` name the small synthetic data set bundled with the package.
+This module parses arguments and prints; where data comes from is
+:func:`sparkrank.io.sources.open_source`, which engine runs is
+:mod:`sparkrank.engines.registry`, and where results go is :mod:`sparkrank.io.outputs`.
+Every path is a local path, ``sample:NAME`` (the bundled sample) or a Hadoop URI
+(``file:``, ``hdfs:``, ``s3a:``, ``abfss:``, ``gs:`` …).
 """
 
 from __future__ import annotations
@@ -14,57 +17,97 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from . import __version__
-from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from .data.block import DataError, check_max_features, feature_limit
+from .engines.registry import ENGINES
+from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
+from .io.outputs import WRITE_MODES
 from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 from .spark.errors import ClusterError
 from .training import SOLVERS
 
-ENGINES = ("spark", "local")
-DEFAULT_ENGINE = "spark"
+log = logging.getLogger("sparkrank")
 
 EPILOG = """\
 examples:
-  sparkrank train --input sample:train --model model.json            # embedded Spark, local[*]
-  sparkrank train --input sample:train --model model.json --engine local
+  sparkrank train --input sample:train --model model.json            # --engine auto: local here
+  sparkrank train --input sample:train --model model.json --engine spark
   sparkrank train --input data.parquet --model m.json --master spark://host:7077
+  sparkrank train --input file:///lake/ltr/ --where "day >= '2026-11-01'" --qid-col user_id,session_id \\
+                  --feature-cols f1 f2 f3 --model file:///lake/models/m.json
   sparkrank evaluate --model model.json --input sample:test
   sparkrank predict --model model.json --input sample:test --output scores.txt
+  sparkrank predict --model m.json --input s3a://bucket/ltr/ --output s3a://bucket/scores/ --partition-by day --rank
   sparkrank convert --input train.txt --output train.parquet
-  sparkrank tune --input sample:train --valid sample:test --C-range -10 5 --model best.json --engine local
+  sparkrank tune --input sample:train --valid sample:test --C-range -10 5 --model best.json
   sparkrank tune --input data.parquet --folds 5 --metric ndcg@10 --output-json tune.json --report plots/
   sparkrank report --model best.json --tune tune.json --input sample:test --output-dir plots/
 
 Regularisation: -C is LIBLINEAR's C in ½‖w‖² + C·Σ_pairs loss; --lambda is the BMRM
 λ in λ‖w‖² + (1/N)·Σ_pairs loss; they are the same model when C = 1/(2λN).
+
+Engines (--engine auto, the default): Spark when --master is given, under spark-submit,
+when an input is a URI with a scheme (a data lake), when --where needs Spark SQL, or when
+the input would not fit in memory; otherwise in-process.  The first log line says which
+and why.  Spark logs warnings only (no start-up chatter) unless -v.
 """
+
+INPUT_HELP = """\
+Paths: local paths, sample:train / sample:test, or Hadoop URIs (file:, hdfs:, s3a:, abfss:,
+gs: …; URIs are only opened through Hadoop's FileSystem).  Files, directories (Hive
+partitions such as day=2026-11-01/ become columns), glob patterns, or several of them.
+Formats: parquet, svmlight (LETOR text; .gz/.bz2), csv/tsv (header row; needs
+--feature-cols), delta%s.  Group id: --qid-col names the column(s) of the query/group id
+(default qid).  For Parquet/CSV that column must exist; --qid-col '' ranks all rows as one
+global ranking.  SVMlight files with qid: tokens are grouped by them, files without are
+one ranking.  A named column that does not exist is an error that lists the columns.
+""" % ("" if DELTA_AVAILABLE else " (needs the delta-spark package:\nnot installed here)")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="debug logging, and Spark's log level INFO (default: Spark warnings only, from the "
+                        "JVM's first line)")
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
 
 
 def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
-    p.add_argument("--input", required=True, metavar="PATH", help=help_text)
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+    g = p.add_argument_group("input", INPUT_HELP)
+    g.add_argument("--input", required=True, nargs="+", metavar="URI", help=help_text)
+    g.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                   help="input format (default auto: by file names, else Parquet's PAR1 magic, else SVMlight)")
+    g.add_argument("--where", metavar="SQL",
+                   help="row filter applied before anything is built, e.g. \"day >= '2026-11-01'\": Spark SQL "
+                        "on Spark; in-process: comparisons, IN, BETWEEN, IS [NOT] NULL, AND/OR/NOT")
+    g.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="feature storage precision (default float64)")
-    p.add_argument("--label-col", default="label", help="Parquet label column (default label)")
-    p.add_argument("--qid-col", default="qid", help="Parquet group-id column (default qid; missing = one ranking)")
-    p.add_argument("--features-col", default="features",
-                   help="Parquet features column: Spark ML vector or array (default features)")
-    p.add_argument("--feature-cols", nargs="+", metavar="COL", help="numeric Parquet columns to use as features")
-    p.add_argument("--max-features", type=int, metavar="N",
+    g.add_argument("--label-col", default="label", help="label column (default label)")
+    g.add_argument("--qid-col", default="qid", metavar="COL[,COL...]",
+                   help="group-id column(s), comma-separated for a multi-column id (default qid; "
+                        "'' = one global ranking)")
+    g.add_argument("--features-col", default="features",
+                   help="features column: Spark ML vector or array (default features; else indices+values lists)")
+    g.add_argument("--feature-cols", nargs="+", metavar="COL",
+                   help="numeric columns to use as features (remembered in the model: predict and evaluate "
+                        "need no repetition)")
+    g.add_argument("--max-features", type=int, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
                         "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
-    p.add_argument("--drop-invalid-rows", action="store_true",
+    g.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")
+
+
+def _add_output_mode(p: argparse.ArgumentParser, what: str) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--mode", choices=WRITE_MODES, default="error",
+                   help=f"{what}: error (default) refuses an existing non-empty directory; overwrite replaces it")
+    g.add_argument("--overwrite", dest="mode", action="store_const", const="overwrite",
+                   help="shorthand for --mode overwrite")
 
 
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
@@ -105,14 +148,19 @@ def _solver_options(args) -> dict:
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=ENGINES, default=DEFAULT_ENGINE,
-                   help="spark: Spark (embedded local[*] unless --master or spark-submit); local: in-process")
-    g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077")
+    g.add_argument("--engine", choices=("auto", *ENGINES), default="auto",
+                   help="auto (default): see below; " + "; ".join(f"{e.name}: {e.description}"
+                                                                  for e in ENGINES.values()))
+    g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077 (implies Spark)")
     g.add_argument("--partitions", type=int, help="Spark blocks to build (default: default parallelism)")
     g.add_argument("--placement", choices=("auto", "executor", "driver"), default="auto",
                    help="where the pair counting runs: executor (grouped data, default) or driver")
     g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
+
+
+def _subparser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
+    return sub.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,10 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("train", help="train a model",
-                       description="Train a linear ranker and write the model (JSON).")
-    _add_input(p, "training data: SVMlight/LETOR file (.gz ok), Parquet file/dir, or sample:train")
-    p.add_argument("--model", required=True, metavar="OUT", help="where to write the model JSON")
+    p = _subparser(sub, "train", help="train a model", epilog=EPILOG,
+                   description="Train a linear ranker and write the model (JSON).")
+    _add_input(p, "training data")
+    p.add_argument("--model", required=True, metavar="OUT",
+                   help="where to write the model JSON (checked writable before training; written atomically)")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron",
                    help="tron: L2-loss RankSVM, trust-region Newton (default); bmrm: L1-loss RankSVM, cutting "
                         "planes; ncg: log-sigmoid pairwise likelihood (RankNCG), nonlinear CG; toppush: "
@@ -160,35 +209,51 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine(p)
     _add_common(p)
 
-    p = sub.add_parser("predict", help="score rows with a model",
-                       description="Write one score per input row, in input order.")
+    p = _subparser(sub, "predict", help="score rows with a model",
+                   description="Score every input row.  Local engine: a text file, one score per line in input "
+                               "order.  Spark: a Parquet directory with the group id, the kept columns, the "
+                               "prediction column and (--rank) the rank inside the group.")
     p.add_argument("--model", required=True, help="model JSON")
-    _add_input(p, "rows to score (SVMlight/Parquet)")
-    p.add_argument("--output", required=True, metavar="SCORES",
-                   help="local engine: text file, one score per line in input order; "
-                        "spark engine: Parquet directory with a score column beside the input's other columns")
+    _add_input(p, "rows to score")
+    p.add_argument("--output", required=True, metavar="URI", help="where to write the scores")
+    p.add_argument("--prediction-col", default=PREDICTION_COL,
+                   help=f"name of the score column (default {PREDICTION_COL})")
+    p.add_argument("--keep-cols", nargs="+", metavar="COL",
+                   help="Spark: input columns to copy beside the group id and the score (default: every "
+                        "column except the features)")
+    p.add_argument("--rank", action="store_true",
+                   help="Spark: add a column 'rank' (1 = highest score inside the group)")
+    p.add_argument("--partition-by", nargs="+", metavar="COL", default=(),
+                   help="Spark: write Hive partitions by these output columns (e.g. day)")
+    _add_output_mode(p, "--output")
     _add_engine(p)
     _add_common(p)
 
-    p = sub.add_parser("evaluate", help="ranking metrics of a model on data",
-                       description="Print one JSON object: pairwise accuracy, AUC, NDCG@k, mean NDCG, objective.")
+    p = _subparser(sub, "evaluate", help="ranking metrics of a model on data",
+                   description="Print one JSON object: pairwise accuracy, AUC, NDCG@k, mean NDCG, objective.")
     p.add_argument("--model", required=True, help="model JSON")
-    _add_input(p, "labelled rows (SVMlight/Parquet)")
+    _add_input(p, "labelled rows")
     p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10], help="NDCG cut-offs (default 1 3 5 10)")
     p.add_argument("--ndcg-discount", choices=("letor", "yahoo"), default=DEFAULT_NDCG_DISCOUNT,
                    help="letor: 1/log2(max(2,i)) (default); yahoo: 1/log2(i+1)")
     p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
                    help="NDCG of queries whose labels are all 0 (default zero, as LETOR's script)")
-    p.add_argument("--per-query", metavar="PATH",
-                   help="also write per-query metrics: a CSV file (local engine) or a Parquet directory (spark)")
-    p.add_argument("--output-json", metavar="FILE", help="also write the overall metrics to this JSON file")
+    p.add_argument("--per-query", metavar="URI",
+                   help="also write per-query metrics: a CSV file when the name ends in .csv (text quoted, "
+                        "formula-like cells prefixed with '), else Parquet (a directory on Spark, a file in-process)")
+    p.add_argument("--output-json", metavar="URI", help="also write the overall metrics to this JSON file")
+    _add_output_mode(p, "--per-query")
     _add_engine(p)
     _add_common(p)
 
-    p = sub.add_parser("convert", help="convert between SVMlight and Parquet",
-                       description="SVMlight/LETOR -> Parquet (indices/values lists), or Parquet -> SVMlight.")
-    _add_input(p, "source file (SVMlight or Parquet)")
-    p.add_argument("--output", required=True, help="target: *.parquet for Parquet, anything else for SVMlight")
+    p = _subparser(sub, "convert", help="convert between SVMlight, CSV and Parquet",
+                   description="SVMlight/LETOR or CSV -> Parquet (indices/values lists), or Parquet -> SVMlight.")
+    _add_input(p, "source data")
+    p.add_argument("--output", required=True,
+                   help="target: *.parquet / *.pq for Parquet (a directory on Spark), anything else for SVMlight")
+    p.add_argument("--partition-by", nargs="+", metavar="COL", default=(),
+                   help="Spark, Parquet output: write Hive partitions by these columns")
+    _add_output_mode(p, "--output")
     _add_engine(p)
     _add_common(p)
     _add_tune_and_report(sub)
@@ -199,23 +264,71 @@ def _setup_logging(args) -> None:
     level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S",
                         stream=sys.stderr)
-    if not args.verbose:  # py4j's INFO chatter (connections opened/closed) would drown the per-iteration lines
-        logging.getLogger("py4j").setLevel(logging.WARNING)
+    # py4j's INFO/DEBUG chatter (every gateway message) would drown the per-iteration lines
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
-def _load(args, n_features: int | None = None):
-    from .data.io import read_ranking_data
+class _Inputs:
+    """For one command: the engine (``--engine auto`` decided and logged first), the Spark
+    session when that engine is Spark, and the sources of ``--input``/``--valid``."""
 
-    return read_ranking_data(args.input, n_features=n_features, dtype=np.dtype(args.dtype).type,
-                             label_col=args.label_col, qid_col=args.qid_col, features_col=args.features_col,
-                             drop_invalid_rows=args.drop_invalid_rows)
+    def __init__(self, args, *, model=None, extra_uris: tuple[str, ...] = ()):
+        from .engines.registry import choose_engine
+
+        self.args = args
+        self.kind, reason = choose_engine(getattr(args, "engine", "local"), [*args.input, *extra_uris],
+                                          master=getattr(args, "master", None), where=args.where,
+                                          format=args.format)
+        log.info("engine: %s (%s)", self.kind, reason)
+        self.spark = _spark(args) if self.kind == "spark" else None
+        self.columns = _columns(args, model)
+
+    def source(self, uris=None):
+        from .io.sources import open_source
+
+        return open_source(uris or self.args.input, format=self.args.format, columns=self.columns,
+                           where=self.args.where, spark=self.spark)
+
+    def engine(self, source, n_features: int | None = None):
+        from .engines.registry import make_engine
+
+        a = self.args
+        options = dict(n_features=n_features, dtype=np.dtype(a.dtype).type, drop_invalid_rows=a.drop_invalid_rows)
+        if self.kind == "spark":
+            options.update(spark=self.spark, placement=a.placement, num_partitions=a.partitions,
+                           aggregation_depth=a.aggregation_depth)
+        return make_engine(source, self.kind, **options)
+
+    def ranking_data(self, source, model=None):
+        """Rows in this process; with a model, padded to its width (wider data is an error)."""
+        data = source.ranking_data(dtype=np.dtype(self.args.dtype).type,
+                                   drop_invalid_rows=self.args.drop_invalid_rows)
+        if model is None:
+            return data
+        if data.n_features > model.n_features:
+            raise DataError(f"{source.name} has {data.n_features} feature columns but the model {model.source} "
+                            f"has {model.n_features}")
+        return data.with_features(model.n_features)
+
+
+def _columns(args, model=None):
+    """The column roles of the command line; a model's remembered feature columns by default."""
+    from .io.sources import ColumnSpec
+
+    remembered = (model.summary.get("feature_cols") or None) if model is not None else None
+    given = args.feature_cols
+    if given and remembered and list(given) != list(remembered):
+        raise ValueError(f"the model was trained on --feature-cols {' '.join(remembered)}; "
+                         f"--feature-cols {' '.join(given)} differs")
+    return ColumnSpec(args.label_col, ColumnSpec.parse_group(args.qid_col), args.features_col,
+                      tuple(given or remembered or ()))
 
 
 def _spark(args):
     from .spark.session import get_session
 
-    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    spark = get_session(args.master, conf=conf)
+    conf = {"spark.driver.memory": args.driver_memory} if getattr(args, "driver_memory", None) else None
+    spark = get_session(getattr(args, "master", None), conf=conf, log_level="INFO" if args.verbose else "WARN")
     if not args.verbose:
         from .spark.errors import quiet_task_failure_logs
 
@@ -223,42 +336,28 @@ def _spark(args):
     return spark
 
 
-def _spark_frame(args):
-    from .spark.io import Columns, read_dataframe
+def _load_model(path: str):
+    from .model import RankingModel
 
-    return read_dataframe(_spark(args), args.input,
-                          columns=Columns(args.label_col, args.qid_col, args.features_col),
-                          feature_cols=args.feature_cols)
-
-
-def _make_engine(args, n_features: int | None = None):
-    """The engine over ``args.input``: in-process, or Spark blocks."""
-    if args.engine == "local":
-        from .engines.local import LocalEngine
-
-        if args.feature_cols:
-            raise ValueError("--feature-cols needs --engine spark")
-        return LocalEngine(_load(args, n_features))
-    from .spark.engine import SparkEngine
-
-    df, cols = _spark_frame(args)
-    return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
-                       placement=args.placement, num_partitions=args.partitions,
-                       dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth,
-                       n_features=n_features, drop_invalid_rows=args.drop_invalid_rows)
+    return RankingModel.load(path)
 
 
 def _cmd_train(args) -> int:
-    from .model import RankingModel
+    from .io.outputs import check_output_file
     from .training import train
 
+    inputs = _Inputs(args)
+    check_output_file(args.model, inputs.spark)  # a bad --model path fails now, not after training
+    if args.report:
+        _check_report_dir(args.report, inputs.spark)
     w0 = None
-    init = RankingModel.load(args.init_model) if args.init_model else None
+    init = _load_model(args.init_model) if args.init_model else None
     n_features = args.n_features
     if init is not None:
         n_features = max(n_features or 0, init.n_features) or None
     check_max_features(n_features or 0, None, "--n-features / --init-model")
-    with _make_engine(args, n_features) as engine:
+    source = inputs.source()
+    with inputs.engine(source, n_features) as engine:
         if init is not None:
             w0 = np.zeros(engine.summary.n_features)
             k = min(init.n_features, w0.shape[0])
@@ -268,16 +367,32 @@ def _cmd_train(args) -> int:
                       counting=args.counting, max_iter=args.max_iter, w0=start.w0,
                       solver_options=_solver_options(args), standardization=args.standardization,
                       callback=start.callback, resume=start.solver_state)
-    model.summary["engine"] = args.engine
+    _remember_source(model, inputs)
     model.save(args.model)
     s = model.summary
-    print(f"trained {args.solver} on the {args.engine} engine: {s['iterations']} iterations, "
+    print(f"trained {args.solver} on the {inputs.kind} engine: {s['iterations']} iterations, "
           f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
           f"model written to {args.model}")
     _print_convergence(args, model)
     if args.report:
-        _train_report(args, model)
+        _train_report(args, model, inputs)
     return 0
+
+
+def _remember_source(model, inputs: "_Inputs") -> None:
+    """What a later predict/evaluate must not have to repeat (the named feature columns)."""
+    model.summary["engine"] = inputs.kind
+    if inputs.columns.feature_cols:
+        model.summary["feature_cols"] = list(inputs.columns.feature_cols)
+
+
+def _check_report_dir(directory: str, spark) -> None:
+    from .io.fs import filesystem
+
+    try:
+        filesystem(directory, spark).probe_writable(directory)
+    except OSError as exc:
+        raise OSError(f"cannot write the report to {directory}: {exc}") from None
 
 
 def _checkpoints(args, engine, w0):
@@ -298,40 +413,80 @@ def _objective_text(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _load_for_model(args, model):
-    data = _load(args)
-    if data.n_features > model.n_features:
-        raise DataError(f"{args.input} has {data.n_features} feature columns but the model {model.source} has {model.n_features}")
-    return data.with_features(model.n_features)
-
-
 def _cmd_predict(args) -> int:
-    from .model import RankingModel
+    from .io.fs import filesystem
+    from .io.outputs import check_output_dir, check_output_file
 
-    model = RankingModel.load(args.model)
-    if args.engine == "spark":
-        from .spark.predict import predict_dataframe
+    model = _load_model(args.model)
+    inputs = _Inputs(args, model=model)
+    if inputs.kind == "spark":
+        check_output_dir(args.output, args.mode, inputs.spark)
+        scored = _spark_scores(args, inputs, model)
+        from .io.outputs import write_dataframe
 
-        df, cols = _spark_frame(args)
-        predict_dataframe(df, model, features_col=cols.features).write.mode("overwrite").parquet(args.output)
-        print(f"wrote scores to the Parquet directory {args.output}")
+        write_dataframe(scored, args.output, mode=args.mode, partition_by=args.partition_by)
+        print(f"wrote scores ({', '.join(scored.columns)}) to the Parquet directory {args.output}")
         return 0
-    data = _load_for_model(args, model)
+    spark_only = [f"--{n.replace('_', '-')}" for n in ("keep_cols", "rank", "partition_by") if getattr(args, n)]
+    if spark_only:
+        raise ValueError(f"{', '.join(spark_only)} shape the Parquet output of the Spark engine; "
+                         "the local engine writes one score per line")
+    check_output_file(args.output)
+    source = inputs.source()
+    data = inputs.ranking_data(source, model)
     scores = data.to_input_order(model.predict(data))
-    np.savetxt(args.output, scores, fmt="%.17g")
+    filesystem(args.output).write_text(args.output, "".join(f"{v:.17g}\n" for v in scores))
     print(f"wrote {scores.shape[0]} scores to {args.output}")
     return 0
 
 
-def _cmd_evaluate(args) -> int:
-    from .evaluation import per_group_metrics
-    from .evaluation.evaluate import evaluate_model
-    from .model import RankingModel
+def _spark_scores(args, inputs: "_Inputs", model):
+    """The scored DataFrame ``predict`` writes: group id, kept columns, prediction, rank."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
-    model = RankingModel.load(args.model)
+    from .spark.predict import predict_dataframe
+
+    source = inputs.source()
+    df, cols = source.dataframe(inputs.spark)
+    pred = args.prediction_col
+    scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred)
+    group = [g for g in inputs.columns.group if g in scored.columns]
+    if cols.qid and cols.qid not in group:
+        group.append(cols.qid)
+    if args.keep_cols:
+        missing = [c for c in args.keep_cols if c not in scored.columns]
+        if missing:
+            raise DataError(f"{source.name}: --keep-cols {', '.join(missing)}: no such column; columns are "
+                            f"{', '.join(c for c in scored.columns if c != pred)}")
+        keep = [c for c in [*group, *args.keep_cols, *args.partition_by] if c != pred]
+        scored = scored.select(*dict.fromkeys(keep), pred)
+    if args.rank:
+        order = F.col(pred).desc()
+        window = Window.partitionBy(*[F.col(f"`{g}`") for g in group]).orderBy(order) if group \
+            else Window.orderBy(order)
+        scored = scored.withColumn("rank", F.row_number().over(window))
+    return scored
+
+
+def _cmd_evaluate(args) -> int:
+    from .evaluation.evaluate import evaluate_model
+    from .io.fs import filesystem
+    from .io.outputs import check_output_dir, check_output_file
+
+    model = _load_model(args.model)
+    inputs = _Inputs(args, model=model)
+    per_query_csv = bool(args.per_query) and args.per_query.lower().endswith(".csv")
+    if args.output_json:
+        check_output_file(args.output_json, inputs.spark)
+    if args.per_query and inputs.kind == "spark" and not per_query_csv:
+        check_output_dir(args.per_query, args.mode, inputs.spark)
+    elif args.per_query:
+        check_output_file(args.per_query, inputs.spark)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
+    source = inputs.source()
     try:
-        engine = _make_engine(args, model.n_features)
+        engine = inputs.engine(source, model.n_features)
     except DataError as exc:  # e.g. data wider than the model: say which model
         raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
     with engine:
@@ -339,20 +494,9 @@ def _cmd_evaluate(args) -> int:
     _print_convergence(args, model)
     print(json.dumps(result, indent=1))
     if args.output_json:
-        Path(args.output_json).write_text(json.dumps(result, indent=1))
-    if args.per_query and args.engine == "spark":
-        from .spark.evaluate import per_query_metrics
-        from .spark.predict import predict_dataframe
-
-        df, cols = _spark_frame(args)
-        if cols.qid is None:
-            raise ValueError("--per-query needs a query-id column")
-        scored = predict_dataframe(df, model, features_col=cols.features)
-        per_query_metrics(scored, label_col=cols.label, qid_col=cols.qid, **opts) \
-            .write.mode("overwrite").parquet(args.per_query)
-    elif args.per_query:
-        data = _load_for_model(args, model)
-        _write_per_query(args.per_query, data.qids, per_group_metrics(data.groups, model.predict(data), **opts))
+        filesystem(args.output_json, inputs.spark).write_text(args.output_json, json.dumps(result, indent=1))
+    if args.per_query:
+        _write_per_query(args, inputs, source, model, opts, per_query_csv)
     return 0
 
 
@@ -363,36 +507,103 @@ def _print_convergence(args, model) -> None:
     print(f"sparkrank {args.command}: {'warning: ' if warn else ''}{line}", file=sys.stderr)
 
 
-def _write_per_query(path: str, qids, per: dict) -> None:
-    names = list(per)
-    n = len(next(iter(per.values()))) if per else 0
-    ids = qids if qids is not None else np.zeros(n, dtype=np.int64)
-    with open(path, "w") as f:
-        f.write(",".join(["qid", *names]) + "\n")
-        for i in range(n):
-            f.write(",".join([str(ids[i]), *(repr(float(per[k][i])) for k in names)]) + "\n")
+def _write_per_query(args, inputs: "_Inputs", source, model, opts: dict, as_csv: bool) -> None:
+    from .io.outputs import write_csv, write_dataframe
+
+    if not inputs.columns.group:
+        raise ValueError("--per-query needs a group id (--qid-col)")
+    if inputs.kind == "spark":
+        from .spark.evaluate import per_query_metrics
+        from .spark.predict import predict_dataframe
+
+        df, cols = source.dataframe(inputs.spark)
+        if cols.qid is None:
+            raise DataError(f"{source.name} has no qid: tokens; --per-query needs a group id")
+        scored = predict_dataframe(df, model, features_col=cols.features, score_col=PREDICTION_COL)
+        per = per_query_metrics(scored, label_col=cols.label, qid_col=cols.qid, score_col=PREDICTION_COL, **opts)
+        if as_csv:  # one row per query, gathered to write one CSV file
+            rows = [r for r in per.orderBy(cols.qid).collect()]
+            write_csv(args.per_query, per.columns, [list(r) for r in rows], inputs.spark)
+        else:
+            write_dataframe(per, args.per_query, mode=args.mode)
+        return
+    from .evaluation import per_group_metrics
+
+    data = inputs.ranking_data(source, model)
+    if data.qids is None:
+        raise DataError(f"{source.name} has no group ids; --per-query needs them")
+    per = per_group_metrics(data.groups, model.predict(data), **opts)
+    header = [inputs.columns.group_name or "qid", *per]
+    columns = [data.qids.tolist(), *[[float(v) for v in per[k]] for k in per]]
+    rows = list(zip(*columns))
+    if as_csv:
+        write_csv(args.per_query, header, rows)
+    else:
+        _write_local_parquet(args.per_query, header, columns)
+
+
+def _write_local_parquet(path: str, names: list[str], columns: list[list]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .io.fs import filesystem
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(dict(zip(names, columns))), sink)
+    filesystem(path).write_bytes(path, sink.getvalue().to_pybytes())
 
 
 def _cmd_convert(args) -> int:
-    out = Path(args.output)
-    to_parquet = out.suffix in (".parquet", ".pq")
-    if args.engine == "spark" and to_parquet:
-        df, cols = _spark_frame(args)
-        df.write.mode("overwrite").parquet(str(out))  # label, qid, indices, values
-        print(f"wrote {args.input} as the Parquet directory {out} (columns {', '.join(df.columns)})")
-        return 0
-    from .data.io import write_parquet
-    from .data.svmlight import write_svmlight
+    from .io import uri as U
+    from .io.outputs import check_output_dir, check_output_file
 
-    data = _load(args)
+    out = args.output
+    to_parquet = U.basename(out).lower().endswith((".parquet", ".pq"))
+    inputs = _Inputs(args)
+    if inputs.kind == "spark" and to_parquet:
+        from .io.outputs import write_dataframe
+        from .io.sources import FEATURES_FROM_COLUMNS
+
+        check_output_dir(out, args.mode, inputs.spark)
+        df, cols = inputs.source().dataframe(inputs.spark)
+        if cols.features == FEATURES_FROM_COLUMNS and "features" not in df.columns:
+            df = df.withColumnRenamed(FEATURES_FROM_COLUMNS, "features")
+        write_dataframe(df, out, mode=args.mode, partition_by=args.partition_by)
+        print(f"wrote {', '.join(args.input)} as the Parquet directory {out} (columns {', '.join(df.columns)})")
+        return 0
+    if inputs.kind == "spark":
+        raise ValueError("Parquet -> SVMlight text is written in-process: use --engine local (or a .parquet output)")
+    if args.partition_by:
+        raise ValueError("--partition-by needs the Spark engine")
+    check_output_file(out)
+    from .data.io import write_parquet
+
+    data = inputs.ranking_data(inputs.source())
     if to_parquet:
         write_parquet(out, data)
     else:
-        inverse = np.argsort(data.row_order)
-        qid = None if data.qids is None else np.repeat(data.qids, data.groups.group_sizes)[inverse]
-        write_svmlight(out, data.X[inverse], data.labels[inverse], qid)
+        _write_svmlight_file(out, data)
     print(f"wrote {data.n_rows} rows ({data.n_features} features, {data.groups.n_groups} groups) to {out}")
     return 0
+
+
+def _write_svmlight_file(out: str, data) -> None:
+    """``data`` as SVMlight text in input order, written atomically to a path or URI."""
+    import os
+    import tempfile
+
+    from .data.svmlight import write_svmlight
+    from .io.fs import LOCAL, filesystem
+
+    inverse = np.argsort(data.row_order)
+    qid = None if data.qids is None else np.repeat(data.qids, data.groups.group_sizes)[inverse]
+    fd, tmp = tempfile.mkstemp(suffix=".svmlight.tmp")
+    os.close(fd)
+    try:
+        write_svmlight(tmp, data.X[inverse], data.labels[inverse], qid)
+        filesystem(out).write_bytes(out, LOCAL.read_bytes(tmp))
+    finally:
+        os.remove(tmp)
 
 
 # ----------------------------------------------------------------------------- tune, report
@@ -405,12 +616,12 @@ def _add_tune_and_report(sub) -> None:
     sub.choices["train"].add_argument(
         "--report", metavar="DIR", help="also write PNGs to DIR: convergence, and (local engine) scores by label")
 
-    p = sub.add_parser("tune", help="pick C by validation or group-wise k-fold",
-                       description="Train one model per C (ascending, each warm-started from the previous "
-                                   "C's solution), score it on held-out queries, print a table and the best C.")
-    _add_input(p, "training data: SVMlight/LETOR file (.gz ok), Parquet file/dir, or sample:train")
+    p = _subparser(sub, "tune", help="pick C by validation or group-wise k-fold",
+                   description="Train one model per C (ascending, each warm-started from the previous "
+                               "C's solution), score it on held-out queries, print a table and the best C.")
+    _add_input(p, "training data")
     held = p.add_mutually_exclusive_group(required=True)
-    held.add_argument("--valid", metavar="PATH", help="validation data (same format and columns as --input)")
+    held.add_argument("--valid", metavar="URI", help="validation data (same format and columns as --input)")
     held.add_argument("--folds", type=int, metavar="K",
                       help="group-wise K-fold cross-validation on --input (whole query groups per fold)")
     grid = p.add_mutually_exclusive_group()
@@ -434,22 +645,23 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
                    help="NDCG of queries whose labels are all 0 (default zero)")
     p.add_argument("--model", metavar="OUT", help="write the best model (refit on all of --input after k-fold)")
-    p.add_argument("--output-json", metavar="FILE", help="write the per-C table and the best C as JSON")
+    p.add_argument("--output-json", metavar="URI", help="write the per-C table and the best C as JSON")
     p.add_argument("--report", metavar="DIR", help="write PNGs to DIR: metric vs C, the best model's "
                                                    "convergence and (local engine) scores by label")
     _add_solver_options(p)
     _add_engine(p)
     _add_common(p)
 
-    p = sub.add_parser("report", help="draw PNGs of models, a tune result and scores",
-                       description="Write PNGs: convergence of one or more models (from their history), "
-                                   "metric vs C (from a tune JSON), and the score distribution by label "
-                                   "level (a model on --input).")
+    p = _subparser(sub, "report", help="draw PNGs of models, a tune result and scores",
+                   description="Write PNGs: convergence of one or more models (from their history), "
+                               "metric vs C (from a tune JSON), and the score distribution by label "
+                               "level (a model on --input, read in this process).")
     p.add_argument("--model", nargs="+", default=[], metavar="MODEL",
                    help="model JSON files: convergence overlaid; the first also scores --input")
     p.add_argument("--tune", metavar="JSON", help="tune result (sparkrank tune --output-json)")
     _add_input(p, "labelled rows for the score distribution of the first --model (read in this process)")
     p._option_string_actions["--input"].required = False  # a tune JSON alone needs no data
+    p.set_defaults(engine="local")
     p.add_argument("--raw-scores", action="store_true",
                    help="plot raw scores w·x instead of scores minus their query's mean")
     p.add_argument("--output-dir", required=True, metavar="DIR", help="where to write the PNGs")
@@ -465,31 +677,38 @@ def _c_grid(args):
 
 
 def _cmd_tune(args) -> int:
+    from .io.outputs import check_output_file
     from .selection import SparkSource, tune
 
+    inputs = _Inputs(args, extra_uris=(args.valid,) if args.valid else ())
+    for path in (args.model, args.output_json):
+        if path:
+            check_output_file(path, inputs.spark)
+    if args.report:
+        _check_report_dir(args.report, inputs.spark)
     opts = dict(C_grid=_c_grid(args), folds=args.folds, solver=args.solver, metric=args.metric, tol=args.tol,
                 counting=args.counting, max_iter=args.max_iter, cold_start=args.cold_start, seed=args.seed,
                 discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=_solver_options(args))
-    valid_data = None
-    if args.engine == "local":
-        if args.feature_cols:
-            raise ValueError("--feature-cols needs --engine spark")
-        train_data = _load(args)
-        if args.valid:
-            valid_data = _load(_with_input(args, args.valid))
+    train_source = inputs.source()
+    valid_source = inputs.source([args.valid]) if args.valid else None
+    train_data = valid_data = None
+    if inputs.kind == "local":
+        train_data = inputs.ranking_data(train_source)
+        valid_data = inputs.ranking_data(valid_source) if valid_source else None
         result = tune(train_data, valid=valid_data, **opts)
     else:
         engine_options = dict(placement=args.placement, num_partitions=args.partitions,
                               drop_invalid_rows=args.drop_invalid_rows,
                               dtype=np.dtype(args.dtype).type, aggregation_depth=args.aggregation_depth)
 
-        def source(a):
-            df, cols = _spark_frame(a)
+        def spark_source(source):
+            df, cols = source.dataframe(inputs.spark)
             return SparkSource(df, cols.label, cols.qid, cols.features, engine_options)
 
-        result = tune(source(args), valid=source(_with_input(args, args.valid)) if args.valid else None, **opts)
+        result = tune(spark_source(train_source), valid=spark_source(valid_source) if valid_source else None,
+                      **opts)
     if result.model is not None:
-        result.model.summary["engine"] = args.engine
+        _remember_source(result.model, inputs)
     print(result.table())
     best = result.best_row
     how = f"{result.folds}-fold" if result.mode == "kfold" else "validation"
@@ -505,51 +724,45 @@ def _cmd_tune(args) -> int:
         from .report import write_tune_report
 
         # the score distribution needs the rows in this process: only with the local engine
-        paths = write_tune_report(result, args.report, data=valid_data or (train_data if args.engine == "local"
-                                                                              else None))
+        paths = write_tune_report(result, args.report, data=valid_data or train_data)
         print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
 
 
-def _with_input(args, path: str):
-    """A copy of ``args`` reading ``path`` instead of ``--input``."""
-    return argparse.Namespace(**{**vars(args), "input": path})
-
-
-def _train_report(args, model) -> None:
+def _train_report(args, model, inputs: "_Inputs") -> None:
     from .report import write_training_report
 
-    data = _load_for_model(args, model) if args.engine == "local" else None
+    data = inputs.ranking_data(inputs.source(), model) if inputs.kind == "local" else None
     paths = write_training_report(model, args.report, data=data)
     print(f"wrote {', '.join(str(p) for p in paths)}")
 
 
 def _cmd_report(args) -> int:
     from . import report
-    from .model import RankingModel
+    from .io import uri as U
     from .selection import load_tune_result
 
     if not (args.model or args.tune):
         raise ValueError("nothing to draw: give --model and/or --tune")
     if args.input and not args.model:
         raise ValueError("--input is for the score distribution and needs --model")
-    out = Path(args.output_dir)
-    models = [(Path(m).stem, RankingModel.load(m)) for m in args.model]
+    out = args.output_dir
+    _check_report_dir(out, None)
+    models = [(U.basename(m).rsplit(".", 1)[0], _load_model(m)) for m in args.model]
     for _, model in models:
         _print_convergence(args, model)
     paths = []
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:
-        paths.append(report.plot_convergence(with_history, out / "convergence.png"))
+        paths.append(report.plot_convergence(with_history, U.join(out, "convergence.png")))
     elif models:
         print("the models have no iteration history; no convergence plot", file=sys.stderr)
     if args.tune:
-        paths.append(report.plot_metric_vs_c(load_tune_result(args.tune), out / "metric_vs_C.png"))
+        paths.append(report.plot_metric_vs_c(load_tune_result(args.tune), U.join(out, "metric_vs_C.png")))
     if args.input:
-        if args.feature_cols:
-            raise ValueError("--feature-cols is not supported by report (it reads the data in this process)")
-        data = _load_for_model(args, models[0][1])
-        paths.append(report.plot_score_distribution(models[0][1], data, out / "scores_by_label.png",
+        inputs = _Inputs(args, model=models[0][1])
+        data = inputs.ranking_data(inputs.source(), models[0][1])
+        paths.append(report.plot_score_distribution(models[0][1], data, U.join(out, "scores_by_label.png"),
                                                     centered=not args.raw_scores))
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0
@@ -566,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with feature_limit(getattr(args, "max_features", None)):
             return COMMANDS[args.command](args)
-    except (DataError, FileNotFoundError, ValueError, ClusterError) as exc:
+    except (DataError, OSError, ValueError, ClusterError) as exc:
         print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message

@@ -150,3 +150,7 @@ def _check_positive(value: float, name: str) -> None:
 def _check_pairs(n_pairs: int) -> None:
     if n_pairs <= 0:
         raise ValueError("the data has no preference pairs (every group has a single label level)")
+
+#: The score column sparkrank adds everywhere (``predict`` on Spark, per-query metrics,
+#: pyspark.ml ``predictionCol``); ``--prediction-col`` renames it in ``predict``'s output.
+PREDICTION_COL = "prediction"

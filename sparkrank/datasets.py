@@ -81,13 +81,6 @@ def sample_path(name: str) -> Path:
     return Path(str(resources.files("sparkrank") / "sample" / f"{name}.svmlight"))
 
 
-def resolve_input(path: str) -> str:
-    """Map ``sample:NAME`` to the bundled file; other paths pass through."""
-    if path.startswith("sample:"):
-        return str(sample_path(path.split(":", 1)[1]))
-    return path
-
-
 def write_sample(directory: str | Path, *, seed: int = 2026) -> None:
     """(Re)generate the bundled sample: ``train.svmlight`` (3,000 rows) and ``test.svmlight`` (1,000).
 

@@ -132,34 +132,62 @@ class RankingModel:
         return d
 
     def save(self, path: str | Path) -> None:
-        """Write ``path`` (JSON); with many features also ``path + '.weights.npy'``."""
-        path = Path(path)
-        if path.parent and not path.parent.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
+        """Write ``path`` (JSON; a local path or any Hadoop URI); with many features also
+        ``path + '.weights.npy'``.  Each file is written atomically (temporary name, then
+        rename: :mod:`sparkrank.io.fs`), the sidecar first, so a reader never sees a
+        half-written model."""
+        import io
+
+        from .io import uri as U
+        from .io.fs import filesystem
+
+        path = str(path)
+        fs = filesystem(path)
+        fs.mkdirs(U.parent(path))
         d = self.to_dict()
         if self.n_features >= NPY_SIDECAR_MIN_FEATURES:
-            np.save(str(path) + ".weights.npy", self.raw_weights)
-            d["weights_npy"] = path.name + ".weights.npy"
-        path.write_text(json.dumps(d, indent=1, default=_json_default))
+            buffer = io.BytesIO()
+            np.save(buffer, self.raw_weights)
+            fs.write_bytes(path + ".weights.npy", buffer.getvalue())
+            d["weights_npy"] = U.basename(path) + ".weights.npy"
+        fs.write_text(path, json.dumps(d, indent=1, default=_json_default))
 
     @classmethod
     def load(cls, path: str | Path) -> "RankingModel":
-        """Read a model written by :meth:`save` (or any JSON with ``weights``, ``solver``, ``C``)."""
-        path = Path(path)
+        """Read a model written by :meth:`save` (or any JSON with ``weights``, ``solver``, ``C``)
+        from a local path or any Hadoop URI.
+
+        ``weights_npy`` must be a bare file name: the sidecar is only read from beside the
+        model file (``../x.npy`` or an absolute path is an error, so a model file cannot
+        make this process read arbitrary files).
+        """
+        import io
+
+        from .io import uri as U
+        from .io.fs import filesystem
+
+        path = str(path)
+        fs = filesystem(path)
         try:
-            d = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            d = json.loads(fs.read_text(path))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"cannot read model file {path}: {exc}") from exc
         if not isinstance(d, dict):
             raise ValueError(f"model file {path} holds a JSON {type(d).__name__}, not an object with weights")
         sidecar = d.get("weights_npy")
         weights = None
-        if sidecar and (path.parent / sidecar).exists():
-            try:
-                weights = np.load(path.parent / sidecar, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"cannot read the weights file {path.parent / sidecar} of model {path}: {exc}") from exc
-        return cls.from_dict(d, weights=weights, source=str(path))
+        if sidecar:
+            if not isinstance(sidecar, str) or sidecar != U.basename(sidecar) or sidecar in (".", "..") \
+                    or "\\" in sidecar or U.scheme(sidecar):
+                raise ValueError(f"model file {path}: weights_npy must be a file name beside the model, "
+                                 f"got {sidecar!r}")
+            npy = U.join(U.parent(path), sidecar)
+            if fs.exists(npy):
+                try:
+                    weights = np.load(io.BytesIO(fs.read_bytes(npy)), allow_pickle=False)
+                except (OSError, ValueError) as exc:
+                    raise ValueError(f"cannot read the weights file {npy} of model {path}: {exc}") from exc
+        return cls.from_dict(d, weights=weights, source=path)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, weights: np.ndarray | None = None,

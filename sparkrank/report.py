@@ -42,15 +42,25 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # no bbox_inches="tight": it would change the pixel size from the promised FIGSIZE × DPI
-    fig.savefig(path, dpi=DPI)
+def _save(fig, path: str | Path) -> Path | str:
+    """Write the PNG to a local path or any Hadoop URI (atomically); returns the path (a
+    ``Path`` when local)."""
+    import io
+
     import matplotlib.pyplot as plt
 
+    from .io import uri as U
+    from .io.fs import filesystem
+
+    path = str(path)
+    buffer = io.BytesIO()
+    # no bbox_inches="tight": it would change the pixel size from the promised FIGSIZE × DPI
+    fig.savefig(buffer, dpi=DPI, format="png")
     plt.close(fig)
-    return path
+    fs = filesystem(path)
+    fs.mkdirs(U.parent(path))
+    fs.write_bytes(path, buffer.getvalue())
+    return path if U.has_scheme(path) else Path(path)
 
 
 # ----------------------------------------------------------------------------- convergence
@@ -289,22 +299,26 @@ def plot_score_distribution(
 def write_training_report(model, directory: str | Path, *, data: RankingData | None = None,
                           label: str | None = None) -> list[Path]:
     """``convergence.png`` (with two or more iterations) and, given data, ``scores_by_label.png``."""
-    directory = Path(directory)
+    from .io.uri import join
+
+    directory = str(directory)
     out = []
     # a warm-started model (tune) may have run 0-1 iterations: one point is no convergence picture
     if len([r for r in model.summary.get("history", []) if r.get("accepted", True)]) >= 2:
         name = label or f"{model.solver} C={model.C:.4g}"
-        out.append(plot_convergence([(name, model)], directory / "convergence.png"))
+        out.append(plot_convergence([(name, model)], join(directory, "convergence.png")))
     if data is not None:
-        out.append(plot_score_distribution(model, data, directory / "scores_by_label.png"))
+        out.append(plot_score_distribution(model, data, join(directory, "scores_by_label.png")))
     return out
 
 
 def write_tune_report(result, directory: str | Path, *, data: RankingData | None = None) -> list[Path]:
     """``metric_vs_C.png`` and, for the best model, ``convergence.png`` (if it ran two or more
     iterations; warm starts often need fewer) and ``scores_by_label.png`` (given data)."""
-    directory = Path(directory)
-    out = [plot_metric_vs_c(result, directory / "metric_vs_C.png")]
+    from .io.uri import join
+
+    directory = str(directory)
+    out = [plot_metric_vs_c(result, join(directory, "metric_vs_C.png"))]
     model = getattr(result, "model", None)
     if model is not None:
         out += write_training_report(model, directory, data=data, label=f"best: {model.solver} C={model.C:.4g}")

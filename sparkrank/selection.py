@@ -56,7 +56,7 @@ from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from .data.block import DataError, RankingData
 from .data.groups import QueryGroups
 from .engines.base import Engine
-from .engines.local import LocalEngine
+from .engines.registry import make_engine
 from .evaluation.evaluate import fit_length, model_weights_for
 from .evaluation.kernel import MetricsKernel
 from .kernels.counting import DEFAULT_COUNTING
@@ -115,7 +115,7 @@ def metric_ks(metric: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class SparkSource:
-    """A ranking DataFrame and how to build a :class:`~sparkrank.spark.engine.SparkEngine` on it.
+    """A ranking DataFrame and how to build a :class:`~sparkrank.engines.spark.SparkEngine` on it.
 
     Attributes
     ----------
@@ -134,10 +134,11 @@ class SparkSource:
     engine_options: dict = field(default_factory=dict)
 
     def engine(self, n_features: int | None = None) -> Engine:
-        from .spark.engine import SparkEngine
+        from .engines.registry import make_engine
+        from .io.sources import ColumnSpec, FrameSource
 
-        return SparkEngine(self.df, label_col=self.label_col, qid_col=self.qid_col,
-                           features_col=self.features_col, n_features=n_features, **self.engine_options)
+        columns = ColumnSpec(self.label_col, ColumnSpec.parse_group(self.qid_col), self.features_col)
+        return make_engine(FrameSource(self.df, columns), "spark", n_features=n_features, **self.engine_options)
 
     def fold_column(self, k: int, seed: int):
         """The fold number of each row, a seeded hash of its group id (whole groups)."""
@@ -204,7 +205,7 @@ class _Opened:
         if isinstance(source, Engine):
             self.engine, self.owned = source, False
         elif isinstance(source, RankingData):
-            self.engine, self.owned = LocalEngine(source), True
+            self.engine, self.owned = make_engine(source, "local"), True
         else:
             self.engine, self.owned = source.engine(), True
 
@@ -340,8 +341,10 @@ class TuneResult:
         return json.loads(json.dumps(d, default=_json_default))
 
     def save(self, path: str | Path) -> None:
-        """Write :meth:`to_dict` as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+        """Write :meth:`to_dict` as JSON to a local path or any Hadoop URI (atomically)."""
+        from .io.fs import filesystem
+
+        filesystem(str(path)).write_text(str(path), json.dumps(self.to_dict(), indent=1))
 
     def table(self) -> str:
         """A fixed-width text table: C, log2 C, iterations, seconds, objective, metric."""
@@ -364,10 +367,12 @@ def _row_dict(r: TuneRow) -> dict[str, Any]:
 
 def load_tune_result(path: str | Path) -> dict[str, Any]:
     """Read a JSON file written by :meth:`TuneResult.save` (as a dict), checking its kind."""
-    path = Path(path)
+    from .io.fs import filesystem
+
+    path = str(path)
     try:
-        d = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        d = json.loads(filesystem(path).read_text(path))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot read tune result {path}: {exc}") from exc
     if d.get("kind") != "tune" or not d.get("rows"):
         raise ValueError(f"{path} is not a sparkrank tune result (no 'kind': 'tune' with rows)")

@@ -44,6 +44,37 @@ def spark():
         os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     from sparkrank.spark.session import get_session
 
-    session = get_session("local[2]", app_name="sparkrank-tests", conf={"spark.sql.shuffle.partitions": "4"})
+    conf = {"spark.sql.shuffle.partitions": "4", **lake_scheme_conf()}
+    session = get_session("local[2]", app_name="sparkrank-tests", conf=conf)
     yield session
     session.stop()
+
+
+#: The Hadoop-only URI scheme of the test session (see tests/java/LakeFileSystem.java).
+LAKE_SCHEME = "lake"
+
+
+def lake_scheme_conf() -> dict:
+    """Spark settings that register ``lake:`` (the local disk, through Hadoop only): the
+    class is compiled once per test run with the JDK's javac against pyspark's jars.
+    Without a javac the scheme is not registered and tests using it skip."""
+    import glob
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    import pyspark
+
+    java_home = os.environ.get("JAVA_HOME", "")
+    javac = os.path.join(java_home, "bin", "javac") if java_home else shutil.which("javac")
+    if not javac or not os.path.exists(javac):
+        return {}
+    source = Path(__file__).parent / "java" / "LakeFileSystem.java"
+    out = Path(tempfile.mkdtemp(prefix="sparkrank-lakefs-"))
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-*.jar"))
+    subprocess.run([javac, "-nowarn", "-cp", os.pathsep.join(jars), "-d", str(out), str(source)], check=True,
+                   capture_output=True)
+    return {"spark.driver.extraClassPath": str(out), "spark.executor.extraClassPath": str(out),
+            f"spark.hadoop.fs.{LAKE_SCHEME}.impl": "sparkrank.test.LakeFileSystem",
+            f"spark.hadoop.fs.{LAKE_SCHEME}.impl.disable.cache": "true"}

@@ -224,7 +224,7 @@ def test_train_registry_and_options():
 @pytest.mark.parametrize("placement, gradient", [("executor", "fast"), ("driver", "direct")])
 def test_spark_engine_gives_the_local_model(spark, tmp_path, placement, gradient):
     from sparkrank.data.io import write_parquet
-    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.engines.spark import SparkEngine
 
     data, _ = make_ranking_data(600, 6, rows_per_group=60, n_levels=4, density=0.6, seed=21)
     path = tmp_path / "train.parquet"

@@ -21,8 +21,8 @@ from sparkrank.cli import main
 from sparkrank.data.io import write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.spark import blocks
-from sparkrank.spark import engine as spark_engine
-from sparkrank.spark.engine import ExecutorLossError, SparkEngine
+from sparkrank.engines import spark as spark_engine
+from sparkrank.engines.spark import ExecutorLossError, SparkEngine
 from sparkrank.training import train
 
 

@@ -14,7 +14,7 @@ from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.evaluation import evaluate_ranking
 from sparkrank.evaluation.evaluate import evaluate_model
-from sparkrank.spark.engine import SparkEngine
+from sparkrank.engines.spark import SparkEngine
 from sparkrank.training import train
 
 
@@ -164,9 +164,9 @@ def test_predict_keeps_id_columns_and_per_query_metrics(spark, synthetic, tmp_pa
 
     df = df.withColumn("doc_id", F.concat(F.lit("d"), F.monotonically_increasing_id().cast("string")))
     scored = predict_dataframe(df, model).toPandas()
-    assert list(scored.columns) == ["label", "qid", "doc_id", "score"]
+    assert list(scored.columns) == ["label", "qid", "doc_id", "prediction"]
     local_scores = data.to_input_order(model.predict(data))
-    np.testing.assert_allclose(scored["score"].to_numpy(), local_scores, rtol=1e-12)
+    np.testing.assert_allclose(scored["prediction"].to_numpy(), local_scores, rtol=1e-12)
     per = per_query_metrics(predict_dataframe(df, model)).toPandas().sort_values("qid")
     expected = per_group_metrics(data.groups, model.predict(data))
     order = np.argsort(data.qids)

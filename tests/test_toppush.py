@@ -381,7 +381,7 @@ def toppush_parquet(tmp_path_factory):
 
 @pytest.mark.parametrize("placement", ["executor", "driver"])
 def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
-    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.engines.spark import SparkEngine
 
     data, path = toppush_parquet
     local = apg(TopPushObjective(LocalEngine(data), C=0.3), tol=0.0, max_iter=6)
@@ -403,7 +403,7 @@ def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
 
 def test_spark_driver_placement_global_scope_equals_local(spark, toppush_parquet, tmp_path):
     from sparkrank.data.io import write_parquet
-    from sparkrank.spark.engine import SparkEngine
+    from sparkrank.engines.spark import SparkEngine
 
     data, _ = toppush_parquet
     flat = RankingData.from_arrays(data.X, data.groups.labels)  # one global ranking

@@ -1,6 +1,6 @@
 """LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
 
-Fitting builds a :class:`~sparkrank.spark.engine.SparkEngine` over the DataFrame and calls
+Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame and calls
 :func:`sparkrank.training.train`; every piece of training logic lives there.
 """
 
@@ -15,7 +15,6 @@ from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..data.block import DataError
 from .block_cache import BLOCKS
 from .checkpoint import CheckpointWriter, latest_checkpoint
 from .model import LinearRankerModel
@@ -38,7 +37,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     labelCol : str, default "label"
         Real-valued relevance.
     groupCol : str, default "qid"
-        Query/group id column; ``""`` makes all rows one global ranking.  ``qidCol`` is an alias.
+        Query/group id column, which must exist; several columns comma-separated
+        (``"user_id,session_id"``) form one id; ``""`` makes all rows one global ranking.
+        ``qidCol`` is an alias.
     predictionCol : str, default "prediction"
         The score column the model adds.
     solver : str, default "tron"
@@ -161,7 +162,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, dataset) -> LinearRankerModel:
         w0 = self._checked_start(dataset)
-        columns = tuple(c for c in (self.getLabelCol(), self.getGroupCol(), self.getFeaturesCol()) if c)
+        spec = self._columns()  # the columns the engine reads (checked to exist above)
+        features = (spec.features,) if spec.features in dataset.columns else ("indices", "values")
+        columns = (spec.label, *spec.group, *features)
         with BLOCKS.engine(dataset, self._data_key(w0), lambda: self._engine(dataset, w0),
                            keep=self.getOrDefault(self.reuseBlocks), columns=columns) as engine:
             return self._train(engine, dataset.sparkSession, w0)
@@ -193,20 +196,23 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         C, lam = self._maybe(self.C), self._maybe(self.regParam)
         if C is not None and lam is not None:
             raise ValueError("set either C (LIBLINEAR) or regParam (BMRM λ), not both")
-        group = self.getGroupCol()
-        if group and group not in dataset.columns:
-            raise DataError(f"no group column {group!r}; columns are {', '.join(dataset.columns)} "
-                            "(set groupCol='' to rank all rows as one global ranking)")
+        # every named column must exist (label, group, features), before any Spark job
+        self._columns().check(dataset.columns, "LinearRanker: ")
         return self._start_weights(dataset.sparkSession)
 
-    def _engine(self, dataset, w0: np.ndarray | None):
-        from ..spark.engine import SparkEngine
+    def _columns(self):
+        from ..io.sources import ColumnSpec
 
-        return SparkEngine(
-            dataset, label_col=self.getLabelCol(), qid_col=self.getGroupCol() or None,
-            features_col=self.getFeaturesCol(), placement=self.getOrDefault(self.kernelPlacement),
-            num_partitions=self._maybe(self.numPartitions), aggregation_depth=self.getOrDefault(self.aggregationDepth),
-            n_features=None if w0 is None else len(w0),
+        return ColumnSpec(self.getLabelCol(), ColumnSpec.parse_group(self.getGroupCol()), self.getFeaturesCol())
+
+    def _engine(self, dataset, w0: np.ndarray | None):
+        from ..engines.registry import make_engine
+        from ..io.sources import FrameSource
+
+        return make_engine(
+            FrameSource(dataset, self._columns()), "spark", spark=dataset.sparkSession,
+            placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
+            aggregation_depth=self.getOrDefault(self.aggregationDepth), n_features=None if w0 is None else len(w0),
         )
 
     def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:

@@ -46,8 +46,9 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
       groups, as :func:`sparkrank.evaluation.evaluate_ranking`; tied scores count as wrong);
     * ``auc``: the same with tied pairs counted ½ (WMW).
 
-    All are larger-is-better.  Rows of a group must carry the same ``groupCol`` value;
-    ``groupCol=""`` evaluates all rows as one ranking.
+    All are larger-is-better.  Rows of a group must carry the same ``groupCol`` value (several
+    columns comma-separated form one id, as in ``LinearRanker``); ``groupCol=""`` evaluates all
+    rows as one ranking.
     """
 
     metricName: Param[str] = Param(Params._dummy(), "metricName",
@@ -114,11 +115,14 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
 
         from ..spark.evaluate import per_query_metrics
 
-        label, score, group = self.getLabelCol(), self.getPredictionCol(), self.getGroupCol()
-        for what, col in (("labelCol", label), ("predictionCol", score)) + ((("groupCol", group),) if group else ()):
+        from ..io.sources import ColumnSpec, group_expression
+
+        label, score = self.getLabelCol(), self.getPredictionCol()
+        group = ColumnSpec.parse_group(self.getGroupCol())
+        for what, col in (("labelCol", label), ("predictionCol", score)) + tuple(("groupCol", g) for g in group):
             if col not in dataset.columns:
                 raise DataError(f"RankingEvaluator: no {what} column {col!r}; columns are {', '.join(dataset.columns)}")
-        group_expr = F.col(group) if group else F.lit(0)
+        group_expr = group_expression(group) if group else F.lit(0)
         scored = dataset.select(F.col(label).cast("double").alias(label), group_expr.alias(_GROUP),
                                 F.col(score).cast("double").alias(score))
         k = self._cutoff()

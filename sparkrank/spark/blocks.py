@@ -8,7 +8,7 @@ executor's own working directory, and every later task of any Python worker of t
 executor memory-maps them: no copy, no unpickling, one copy in the page cache.  The
 cached Spark dataset is only a tiny *reference* per partition, whose lineage rebuilds
 the block if an executor is lost; a task that lands on a host without the file raises
-:class:`BlockMissingError` and the driver rebuilds the store (``engine.py``).
+:class:`BlockMissingError` and the driver rebuilds the store (``sparkrank.engines.spark``).
 
 Where: ``<local dir>/sparkrank-blocks-<user>/<application id>/<store id>/part-NNNNN``, an
 absolute path.  ``<local dir>`` is the parent of the executor's Spark block-manager

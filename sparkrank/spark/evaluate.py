@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from ..evaluation.metrics import DEFAULT_KS, per_group_metrics
 
 
-def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = "score",
+def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = PREDICTION_COL,
                       ks=DEFAULT_KS, discount: str = DEFAULT_NDCG_DISCOUNT, zero_idcg: str = DEFAULT_ZERO_IDCG):
     """One row per query: rows, pairs, pairwise accuracy, AUC, NDCG@k, mean NDCG.
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conventions import PREDICTION_COL
 from ..data.arrow import FeatureSpec, table_to_csr
 from ..engines.linalg import csr_dot
 from ..model import check_model_width
 
 
-def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = "score",
+def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = PREDICTION_COL,
                       keep_features: bool = False):
     """``df`` without its feature columns (all of ``df`` with ``keep_features``), plus
     ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame."""

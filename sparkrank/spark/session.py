@@ -71,7 +71,13 @@ def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
                            f"{interpreter_hint(sys.executable)}")
 
 
-def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None):
+#: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
+
+
+def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None,
+                log_level: str = "WARN"):
     """Return the active SparkSession or create one.
 
     Under ``spark-submit`` the master and resources come from the command line; otherwise
@@ -87,6 +93,11 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     app_name : str
     conf : dict, optional
         Extra Spark settings (``spark.driver.memory`` only works before the JVM starts).
+    log_level : str
+        Spark's log level.  ``WARN`` (default) is quiet from the JVM's first line: an embedded
+        driver starts with ``log4j2-quiet.properties`` (no start-up INFO lines), and
+        ``spark.log.level`` applies it as the context starts under spark-submit; any other
+        level keeps Spark's own log4j profile.
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -115,6 +126,9 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         "spark.pyspark.python": python,
         "spark.pyspark.driver.python": sys.executable,
     }
+    defaults["spark.log.level"] = log_level.upper()
+    if log_level.upper() in QUIET_LEVELS:
+        defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
     if is_local:
         defaults["spark.driver.host"] = "127.0.0.1"
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
@@ -124,7 +138,7 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level.upper())
     if not is_local:
         check_executors(spark)
     return spark

@@ -40,11 +40,18 @@ import numpy as np
 from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
-from ..engines.base import ColumnMoments, DataSummary, Engine, PassResult, ScoreKernel, StateHandle
-from ..engines.exact_sum import dd_round
-from . import blocks
-from .errors import ClusterError
-from .locate import locate_row_error
+from ..spark import blocks
+from ..spark.errors import ClusterError
+from ..spark.locate import locate_row_error
+from .base import (
+    ColumnMoments,
+    DataSummary,
+    Engine,
+    PassResult,
+    ScoreKernel,
+    StateHandle,
+)
+from .exact_sum import dd_round
 
 log = logging.getLogger("sparkrank.spark")
 
@@ -384,7 +391,7 @@ class SparkEngine(Engine):
 
     def feature_statistics(self):
         """Per-feature statistics: one task per block, merged by ``treeAggregate`` (Chan's update)."""
-        from ..engines.base import FeatureStatistics
+        from .base import FeatureStatistics
 
         total = self._refs_rdd.mapPartitions(blocks.feature_stats_task(self.n_features)).treeAggregate(
             None, blocks.merge_stats, blocks.merge_stats, depth=self.aggregation_depth)

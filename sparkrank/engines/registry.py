@@ -1,0 +1,187 @@
+"""Every engine comes from here: :data:`ENGINES` and :func:`make_engine`.
+
+Design
+------
+An engine owns *where* ``X·w``, the score-space kernel and ``Xᵀ·c`` run (DESIGN §2); what it
+needs from the outside world is rows.  Rows come from a
+:class:`~sparkrank.io.sources.Source`, which can hand them over in the two shapes engines
+take: a local :class:`~sparkrank.data.block.RankingData` (``Source.ranking_data``) or a Spark
+DataFrame with its column names (``Source.dataframe``).  So an engine entry here is a
+name, a one-line description, the keyword options it accepts, and a ``build(source,
+**options)`` function; the CLI, ``tune``, the jobs and ``LinearRanker`` only ever call
+:func:`make_engine`, and ``--engine`` offers whatever :data:`ENGINES` holds.
+
+Adding a third engine (say one on Ray or Dask) is therefore one file and one line:
+
+1. ``sparkrank/engines/ray.py`` with a class implementing
+   :class:`~sparkrank.engines.base.Engine` (``summary``, ``run``, ``feature_statistics``,
+   ``close``) and a ``build(source, **options)`` that reads the source in the shape it
+   wants (``source.dataframe(spark)`` or ``source.ranking_data()``, or the source's
+   ``uris`` and ``format`` with its own reader);
+2. one :class:`EngineEntry` line in :data:`ENGINES` below.
+
+Solvers, objectives, the CLI's option parsing and the tests of the other engines do not
+change; the bit-identity tests of ``tests/test_spark_engine.py`` show what a new engine
+must reproduce.
+
+:func:`choose_engine` is the ``--engine auto`` rule, kept here so the reason it prints
+is next to the engines it chooses between.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .base import Engine
+
+log = logging.getLogger("sparkrank")
+
+
+@dataclass(frozen=True)
+class EngineEntry:
+    """One engine: its name, what it is, the options it accepts, and its factory."""
+
+    name: str
+    description: str
+    options: tuple[str, ...]
+    build: Callable[..., Engine]
+
+
+def _build_local(source, *, n_features: int | None = None, dtype: type = np.float64,
+                 drop_invalid_rows: bool = False) -> Engine:
+    from .local import LocalEngine
+
+    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows))
+
+
+def _ranking_data(source, n_features, dtype, drop_invalid_rows):
+    from ..data.block import RankingData
+
+    if isinstance(source, RankingData):
+        return source if n_features is None else source.with_features(n_features)
+    return source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows)
+
+
+def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: type = np.float64,
+                 drop_invalid_rows: bool = False, placement: str = "auto", num_partitions: int | None = None,
+                 aggregation_depth: int = 2) -> Engine:
+    from ..io.fs import active_or_new_session
+    from .spark import SparkEngine
+
+    df, cols = source.dataframe(spark or active_or_new_session())
+    return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                       placement=placement, num_partitions=num_partitions, dtype=dtype,
+                       aggregation_depth=aggregation_depth, n_features=n_features,
+                       drop_invalid_rows=drop_invalid_rows)
+
+
+_COMMON = ("n_features", "dtype", "drop_invalid_rows")
+
+#: The engines, by ``--engine`` name.
+ENGINES: dict[str, EngineEntry] = {
+    "local": EngineEntry("local", "in this process: one block, numpy/numba", _COMMON, _build_local),
+    "spark": EngineEntry("spark", "Spark: cached blocks on the executors (embedded local[*] unless --master "
+                         "or spark-submit)", _COMMON + ("spark", "placement", "num_partitions", "aggregation_depth"),
+                         _build_spark),
+}
+
+
+def make_engine(source, kind: str, **options: Any) -> Engine:
+    """The ``kind`` engine over ``source`` (a :class:`~sparkrank.io.sources.Source`, a
+    :class:`~sparkrank.io.sources.FrameSource`, or for ``local`` a ``RankingData``).
+
+    ``options`` are the engine's keyword options (:attr:`EngineEntry.options`); ``None``
+    values mean "the engine's default" and are dropped.
+    """
+    if kind not in ENGINES:
+        raise ValueError(f"unknown engine {kind!r}; choose one of {', '.join(ENGINES)}")
+    entry = ENGINES[kind]
+    options = {k: v for k, v in options.items() if v is not None}
+    unknown = sorted(set(options) - set(entry.options))
+    if unknown:
+        raise TypeError(f"the {kind} engine takes no option {unknown[0]!r} (it takes {', '.join(entry.options)})")
+    return entry.build(source, **options)
+
+
+# ----------------------------------------------------------------------------- --engine auto
+
+#: An input is read in-process under ``--engine auto`` when its estimated in-memory size is
+#: at most this fraction of the memory available now (the solver needs a few more vectors).
+LOCAL_MEMORY_FRACTION = 0.25
+#: In-memory bytes per on-disk byte, by format: SVMlight text "12:0.5 " (7 bytes) becomes
+#: 12 bytes of CSR (float64 + int32); compressed files expand about 5x more.
+_EXPANSION = {"svmlight": 2.0, "parquet": 4.0, "csv": 2.0, "tsv": 2.0}
+_COMPRESSED_EXPANSION = 10.0
+
+
+def choose_engine(requested: str, uris: list[str], *, master: str | None = None, where: str | None = None,
+                  format: str = "auto") -> tuple[str, str]:
+    """``(engine, reason)`` for ``--engine requested`` (``auto`` decides; others are kept).
+
+    ``auto``: Spark when a master is given, under spark-submit, when an input is a URI with
+    a scheme (a data lake: ``file:``, ``hdfs:``, ``s3a:`` …), when ``--where`` is outside the
+    local subset (:mod:`sparkrank.io.where`) or the format has no local reader, or when the
+    local inputs would not fit in memory; otherwise local.
+    """
+    if requested != "auto":
+        return requested, "--engine " + requested
+    from ..io import uri as U
+
+    if master:
+        return "spark", f"--master {master}"
+    if os.environ.get("PYSPARK_GATEWAY_PORT") or os.environ.get("SPARK_ENV_LOADED"):
+        return "spark", "running under spark-submit"
+    remote = [u for u in uris if U.has_scheme(u)]
+    if remote:
+        return "spark", f"input {remote[0]} is a URI (data lake)"
+    if format == "delta":
+        return "spark", "Delta tables are read by Spark"
+    if where:
+        from ..io.where import locally_supported
+
+        if not locally_supported(where):
+            return "spark", "--where uses Spark SQL beyond the local subset"
+    size, expanded = _local_footprint(uris)
+    budget = LOCAL_MEMORY_FRACTION * _available_memory()
+    if expanded > budget:
+        return "spark", (f"input is {size / 2**20:.0f} MB on disk, ~{expanded / 2**30:.1f} GB in memory, "
+                         f"more than {LOCAL_MEMORY_FRACTION:.0%} of the {budget / LOCAL_MEMORY_FRACTION / 2**30:.1f} "
+                         "GB available")
+    return "local", (f"input is local, {size / 2**20:.1f} MB on disk (~{expanded / 2**20:.1f} MB in memory) fits "
+                     "in memory")
+
+
+def _local_footprint(uris: list[str]) -> tuple[int, float]:
+    """On-disk bytes of local inputs and their estimated in-memory size."""
+    from ..io import uri as U
+    from ..io.formats import format_by_suffix
+    from ..io.fs import LOCAL
+
+    size, expanded = 0, 0.0
+    for uri in uris:
+        path = U.resolve_sample(uri)
+        matches = LOCAL.glob(path) if U.has_glob(path) else ([path] if LOCAL.exists(path) else [])
+        for m in matches:
+            for entry in LOCAL.list_files(m):
+                fmt = format_by_suffix(U.basename(entry.path)) or "parquet"
+                factor = _COMPRESSED_EXPANSION if entry.path.endswith((".gz", ".bz2")) else _EXPANSION.get(fmt, 4.0)
+                size += entry.size
+                expanded += factor * entry.size
+    return size, expanded
+
+
+def _available_memory() -> float:
+    """Bytes of memory available now (``MemAvailable``; total physical memory as a fallback)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))

@@ -1,0 +1,156 @@
+"""Input formats, registered by name like the solvers in :data:`sparkrank.training.SOLVERS`.
+
+A format knows how to recognise its files and how to read a list of URIs into a Spark
+DataFrame (on the executors) or into an Arrow table / arrays in this process.  Adding a
+format is one :class:`Format` subclass plus one line in :data:`FORMATS`.
+
+=========  ===================================================  ======================
+name       files                                                read in-process by
+=========  ===================================================  ======================
+parquet    ``*.parquet``, ``*.pq`` or starting with ``PAR1``;   ``pyarrow.dataset``
+           directories, Hive partitions (``day=…/``)
+svmlight   SVMlight/LETOR text; ``.gz`` / ``.bz2`` compressed   the numba parser
+csv, tsv   a header row with column names                       ``pyarrow.dataset``
+delta      a Delta table (``_delta_log/``); only when the       (Spark only)
+           ``delta`` package is importable
+=========  ===================================================  ======================
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib.util
+from dataclasses import dataclass
+
+from ..data.block import DataError
+
+PARQUET_MAGIC = b"PAR1"
+GZIP_MAGIC = b"\x1f\x8b"
+BZIP2_MAGIC = b"BZh"
+
+
+@dataclass(frozen=True)
+class Format:
+    """One input format.
+
+    Attributes
+    ----------
+    name : str
+    suffixes : tuple of str
+        File name endings that identify it (lower case).
+    local : bool
+        Whether this process can read it without Spark.
+    """
+
+    name: str
+    suffixes: tuple[str, ...] = ()
+    local: bool = True
+
+    def read_spark(self, spark, uris: list[str]):
+        """A DataFrame of all ``uris`` (files, directories or globs)."""
+        raise TypeError(f"{self.name} has no Spark reader")
+
+    def local_dataset(self, paths: list[str]):
+        """A ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered)."""
+        raise TypeError(f"{self.name} is not read as an Arrow dataset")
+
+
+class ParquetFormat(Format):
+    def read_spark(self, spark, uris):
+        return spark.read.parquet(*uris)
+
+    def local_dataset(self, paths):
+        return _union([_arrow_dataset(p, "parquet") for p in paths])
+
+
+class SvmlightFormat(Format):
+    def read_spark(self, spark, uris):
+        from ..spark.io import read_svmlight_dataframe
+
+        return read_svmlight_dataframe(spark, uris[0] if len(uris) == 1 else uris)
+
+
+class DelimitedFormat(Format):
+    """CSV or TSV with a header row; types inferred (numbers become doubles/longs)."""
+
+    @property
+    def delimiter(self) -> str:
+        return "\t" if self.name == "tsv" else ","
+
+    def read_spark(self, spark, uris):
+        return spark.read.csv(list(uris), header=True, inferSchema=True, sep=self.delimiter)
+
+    def local_dataset(self, paths):
+        import pyarrow.csv as pcsv
+        import pyarrow.dataset as ds
+
+        fmt = ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter=self.delimiter))
+        return _union([_arrow_dataset(p, fmt) for p in paths])
+
+
+class DeltaFormat(Format):
+    def read_spark(self, spark, uris):
+        if len(uris) != 1:
+            raise DataError("a Delta input is one table; give one --input")
+        return spark.read.format("delta").load(uris[0])
+
+
+def _arrow_dataset(path: str, fmt):
+    import pyarrow.dataset as ds
+
+    return ds.dataset(path, format=fmt, partitioning="hive")
+
+
+def _union(datasets):
+    import pyarrow.dataset as ds
+
+    return datasets[0] if len(datasets) == 1 else ds.dataset(datasets)
+
+
+#: Delta tables need the ``delta-spark`` package (and its jars on the session).
+DELTA_AVAILABLE = importlib.util.find_spec("delta") is not None
+
+FORMATS: dict[str, Format] = {
+    "parquet": ParquetFormat("parquet", (".parquet", ".pq")),
+    "svmlight": SvmlightFormat("svmlight", (".svmlight", ".svm", ".libsvm", ".txt", ".gz", ".bz2")),
+    "csv": DelimitedFormat("csv", (".csv",)),
+    "tsv": DelimitedFormat("tsv", (".tsv",)),
+}
+if DELTA_AVAILABLE:
+    FORMATS["delta"] = DeltaFormat("delta", (), local=False)
+
+FORMAT_CHOICES = ("auto", "parquet", "svmlight", "csv", "tsv", "delta")
+
+
+def get_format(name: str) -> Format:
+    """The registered format ``name`` (clear error for unknown or unavailable ones)."""
+    if name in FORMATS:
+        return FORMATS[name]
+    if name == "delta":
+        raise ValueError("--format delta needs the delta-spark package (pip install delta-spark) "
+                         "and its jars on the Spark session")
+    raise ValueError(f"unknown format {name!r}; choose one of {', '.join(['auto', *FORMATS])}")
+
+
+def format_by_suffix(name: str) -> str | None:
+    """The format a file name's ending identifies (``None``: look at the bytes)."""
+    lower = name.lower()
+    for fmt in FORMATS.values():
+        if any(lower.endswith(s) for s in fmt.suffixes):
+            return fmt.name
+    return None
+
+
+def format_by_magic(head: bytes) -> str:
+    """Parquet files start with ``PAR1``; anything else is read as SVMlight text."""
+    return "parquet" if head[:4] == PARQUET_MAGIC else "svmlight"
+
+
+def decompressed(raw: bytes) -> bytes:
+    """Text bytes of a gzip/bzip2 file (by magic bytes), else ``raw``."""
+    if raw[:2] == GZIP_MAGIC:
+        return gzip.decompress(raw)
+    if raw[:3] == BZIP2_MAGIC:
+        return bz2.decompress(raw)
+    return raw

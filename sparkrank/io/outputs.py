@@ -1,0 +1,101 @@
+"""Outputs a data lake expects, and checks that run before any work is done.
+
+* :func:`check_output_file` / :func:`check_output_dir` run before training or scoring: the
+  location must be writable (a probe file is written and removed), a file target must not be
+  a directory, and a directory target that exists and is not empty is refused unless the
+  write mode is ``overwrite`` (``--overwrite`` / ``--mode overwrite``).  A read-only or
+  impossible ``--model`` path therefore fails in the first second, not after training.
+* :func:`write_dataframe` writes a Spark DataFrame as Parquet (optionally partitioned).
+* :func:`write_csv` writes rows with the csv module: text fields quoted, and a text cell
+  that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
+  ``'`` so spreadsheet programs show it as text instead of running it as a formula (OWASP
+  "CSV injection"); numbers are written as numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Iterable, Sequence
+
+from . import uri as U
+from .fs import filesystem
+
+WRITE_MODES = ("error", "overwrite")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def check_output_file(path: str, spark=None) -> None:
+    """``path`` can be written as a file: not a directory, its directory writable.
+
+    Raises ``OSError`` (naming the path) otherwise.  Creates the parent directory.
+    """
+    fs = filesystem(path, spark)
+    if fs.is_dir(path):
+        raise OSError(f"output {path} is a directory, not a file")
+    try:
+        fs.probe_writable(U.parent(path))
+    except OSError as exc:
+        raise OSError(f"cannot write {path}: {exc}") from None
+
+
+def check_output_dir(path: str, mode: str = "error", spark=None) -> None:
+    """``path`` can receive a directory of files in write ``mode``.
+
+    ``error``: it must be absent or an empty directory; ``overwrite``: anything there is
+    replaced.  The parent must be writable either way.
+    """
+    if mode not in WRITE_MODES:
+        raise ValueError(f"write mode must be one of {', '.join(WRITE_MODES)}, got {mode!r}")
+    fs = filesystem(path, spark)
+    if fs.exists(path) and mode != "overwrite":
+        if not fs.is_dir(path):
+            raise OSError(f"output {path} exists and is a file; give --overwrite to replace it")
+        if fs.children(path):
+            raise OSError(f"output {path} exists and is not empty; give --overwrite (--mode overwrite) "
+                          "to replace it")
+    try:
+        fs.probe_writable(U.parent(path))
+    except OSError as exc:
+        raise OSError(f"cannot write {path}: {exc}") from None
+
+
+def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequence[str] = ()) -> None:
+    """``df`` as a Parquet directory at ``path`` (any URI), after :func:`check_output_dir`."""
+    check_output_dir(path, mode, df.sparkSession)
+    missing = [c for c in partition_by if c not in df.columns]
+    if missing:
+        raise ValueError(f"--partition-by {', '.join(missing)}: no such output column; "
+                         f"columns are {', '.join(df.columns)}")
+    writer = df.write.mode("overwrite")  # checked above: absent, empty, or replacing was asked for
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.parquet(path)
+
+
+def safe_cell(value):
+    """A CSV cell: numbers unchanged; text with a formula-starting character prefixed by ``'``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if text.startswith(_FORMULA_START) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], spark=None) -> None:
+    """Rows as CSV at ``path`` (local or any URI, written atomically); text quoted, see module."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+    writer.writerow([str(h) for h in header])
+    for row in rows:
+        writer.writerow([safe_cell(v) for v in row])
+    filesystem(path, spark).write_text(path, buffer.getvalue())

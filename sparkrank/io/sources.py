@@ -1,0 +1,427 @@
+"""One place that turns "an input and its columns" into data: :func:`open_source`.
+
+A :class:`Source` is URIs + a resolved format + the column roles (:class:`ColumnSpec`) + an
+optional row filter.  It gives
+
+* :meth:`Source.dataframe` — a Spark DataFrame (read on the executors, ``--where`` pushed
+  into the scan, named feature columns assembled, a multi-column group id combined) and
+  the :class:`~sparkrank.spark.io.Columns` to train on;
+* :meth:`Source.ranking_data` — a local :class:`~sparkrank.data.block.RankingData`;
+* :meth:`Source.engine` — an engine of either kind, through
+  :func:`sparkrank.engines.registry.make_engine`.
+
+Column rules (the same on both engines and in pyspark.ml)
+---------------------------------------------------------
+* A named column that does not exist is an error listing the columns: label, features,
+  ``feature_cols`` and the group id.
+* The group id defaults to ``qid``.  For Parquet/CSV/Delta that column must exist; one
+  global ranking is asked for explicitly with an empty group (``--qid-col ''``).
+  SVMlight keeps its group in ``qid:`` tokens: files with them are grouped, files without
+  are one ranking, and ``--qid-col ''`` ignores them.
+* Several group columns (``--qid-col user_id,session_id``) are one group id, the JSON text
+  of the values (``{"user_id":7,"session_id":"a"}``), in a column named
+  ``user_id+session_id``; a null in any part makes the row's group null (an invalid row).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from ..data.block import DataError, RankingData
+from . import uri as U
+from .formats import FORMATS, decompressed, format_by_magic, format_by_suffix, get_format
+from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
+
+log = logging.getLogger("sparkrank")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """Which columns play which role.
+
+    Attributes
+    ----------
+    label : str
+    group : tuple of str
+        Group-id column(s); ``()`` = one global ranking.
+    features : str
+        A Spark ML vector or array column, else ``indices``/``values`` list columns are used.
+    feature_cols : tuple of str
+        Named numeric columns to use as dense features instead (in this order).
+    """
+
+    label: str = "label"
+    group: tuple[str, ...] = ("qid",)
+    features: str = "features"
+    feature_cols: tuple[str, ...] = ()
+
+    @staticmethod
+    def parse_group(text: str | Sequence[str] | None) -> tuple[str, ...]:
+        """``"a,b"`` -> ``("a", "b")``; ``""``/``None`` -> ``()`` (one global ranking)."""
+        if text is None:
+            return ()
+        parts = text.split(",") if isinstance(text, str) else list(text)
+        parts = tuple(p.strip() for p in parts if p.strip())
+        return parts
+
+    @property
+    def group_name(self) -> str | None:
+        """The group column to train on (the combined column's name for several)."""
+        if not self.group:
+            return None
+        return self.group[0] if len(self.group) == 1 else "+".join(self.group)
+
+    def check(self, names: Sequence[str], where: str) -> None:
+        """Every named column exists in ``names`` (else a DataError listing them)."""
+        wanted = [("label", self.label)] + [("group", g) for g in self.group]
+        wanted += [("feature", c) for c in self.feature_cols]
+        missing = [f"{role} column {col!r}" for role, col in wanted if col not in names]
+        if missing:
+            hint = (" (give --qid-col '' / groupCol='' to rank all rows as one global ranking)"
+                    if any(m.startswith("group") for m in missing) else "")
+            raise DataError(f"{where}no {', no '.join(missing)}; columns are {', '.join(names)}{hint}")
+        if not self.feature_cols and self.features not in names and not {"indices", "values"} <= set(names):
+            raise DataError(f"{where}no feature column: expected {self.features!r} (vector or array), "
+                            f"'indices'+'values' lists, or --feature-cols; columns are {', '.join(names)}")
+
+
+@dataclass(frozen=True)
+class Source:
+    """URIs of one input, their format, column roles and filter (see :func:`open_source`).
+
+    Attributes
+    ----------
+    uris : tuple of str
+        As given (``sample:`` resolved); files, directories or globs.
+    format : str
+        A name in :data:`~sparkrank.io.formats.FORMATS`.
+    columns : ColumnSpec
+    where : str or None
+        Row filter: Spark SQL on Spark, its subset of :mod:`sparkrank.io.where` in-process.
+    files : tuple of FileEntry
+        The data files found (empty for Delta tables).
+    """
+
+    uris: tuple[str, ...]
+    format: str
+    columns: ColumnSpec = ColumnSpec()
+    where: str | None = None
+    files: tuple[FileEntry, ...] = field(default=(), repr=False)
+
+    @property
+    def name(self) -> str:
+        """The URIs, for messages."""
+        return ", ".join(self.uris)
+
+    # -- Spark ------------------------------------------------------------------------------
+    def dataframe(self, spark):
+        """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.engines.spark.SparkEngine`."""
+        from ..spark.io import Columns
+
+        df = get_format(self.format).read_spark(spark, list(self.uris))
+        return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ",
+                             svmlight=self.format == "svmlight"), Columns(
+            self.columns.label, self._group_name(df.columns), _features_name(self.columns))
+
+    def _group_name(self, names) -> str | None:
+        if self.format == "svmlight" and self.columns.group == ("qid",) and "qid" not in names:
+            return None
+        return self.columns.group_name
+
+    # -- in-process ---------------------------------------------------------------------------
+    def ranking_data(self, *, n_features: int | None = None, dtype: type = np.float64,
+                     drop_invalid_rows: bool = False) -> RankingData:
+        """The rows as a :class:`RankingData` (read in this process; local paths only)."""
+        paths = [self._local_path(u) for u in self.uris]
+        fmt = get_format(self.format)
+        if not fmt.local:
+            raise ValueError(f"{self.name}: {self.format} input needs the Spark engine (--engine spark)")
+        if self.format == "svmlight":
+            return self._svmlight_data(n_features, dtype)
+        from ..data.io import ranking_data_from_table
+        from .where import to_arrow_filter
+
+        dataset = fmt.local_dataset(paths)
+        names = dataset.schema.names
+        where = f"{self.name}: "
+        self.columns.check(names, where)
+        flt = None if not self.where else to_arrow_filter(self.where, names, where)
+        try:
+            table = dataset.to_table(filter=flt)
+        except Exception as exc:  # pyarrow's type errors in a filter (e.g. a string vs an int column)
+            if type(exc).__module__.startswith("pyarrow"):
+                raise DataError(f"{where}cannot read with --where {self.where!r}: {exc}") from None
+            raise
+        meta = dataset.schema.metadata or {}
+        stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
+        return ranking_data_from_table(table, self.columns, where=where, n_features=n_features,
+                                       stored_n_features=stored_n, dtype=dtype,
+                                       drop_invalid_rows=drop_invalid_rows)
+
+    def _local_path(self, uri: str) -> str:
+        path = U.local_path(uri)
+        if path is None:
+            raise ValueError(f"{uri} is not on this machine: the local engine reads local paths and file: URIs; "
+                             "use --engine spark (or auto) for Hadoop URIs")
+        return path
+
+    def _svmlight_data(self, n_features, dtype) -> RankingData:
+        from ..data.svmlight import parse_svmlight_bytes, read_svmlight
+
+        group = self.columns.group
+        _check_svmlight_group(group, f"{self.name}: ")
+        parts = []
+        for entry in self.files:
+            path = self._local_path(entry.path)
+            if path.lower().endswith(".bz2"):
+                raw = decompressed(LOCAL.read_bytes(path))
+                parts.append(parse_svmlight_bytes(raw, name=path, n_features=n_features, dtype=dtype))
+            else:
+                parts.append(read_svmlight(path, n_features=n_features, dtype=dtype))
+        X, labels, qid = _stack_svmlight(parts, self.name)
+        if not group:
+            qid = None
+        if self.where:
+            X, labels, qid = _filter_arrays(X, labels, qid, self.where, f"{self.name}: ")
+        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+
+
+def _features_name(columns: ColumnSpec) -> str:
+    return FEATURES_FROM_COLUMNS if columns.feature_cols else columns.features
+
+
+#: The array column assembled from ``feature_cols`` (a name no user column has).
+FEATURES_FROM_COLUMNS = "__sparkrank_features"
+
+
+def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: str = "", svmlight: bool = False):
+    """``df`` filtered by ``where_filter`` (Spark SQL), checked against ``columns``, with
+    ``feature_cols`` assembled into one array column and several group columns combined."""
+    from pyspark.sql import functions as F
+
+    if where_filter:
+        df = _spark_filter(df, where_filter, where)
+    names = df.columns
+    check = columns
+    if svmlight:
+        _check_svmlight_group(columns.group, where)
+        if "qid" not in names:
+            check = replace(columns, group=())
+    check.check(names, where)
+    if columns.feature_cols:
+        df = df.withColumn(FEATURES_FROM_COLUMNS,
+                           F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]))
+    if len(check.group) > 1:
+        df = df.withColumn(check.group_name, group_expression(check.group))
+    return df
+
+
+def group_expression(group: Sequence[str]):
+    """The Spark column of a group id: the column itself, or for several columns the JSON
+    text of their values (null when any part is null; see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    parts = [F.col(f"`{g}`") for g in group]
+    if len(parts) == 1:
+        return parts[0]
+    any_null = parts[0].isNull()
+    for p in parts[1:]:
+        any_null = any_null | p.isNull()
+    return F.when(any_null, F.lit(None).cast("string")).otherwise(
+        F.to_json(F.struct(*[p.alias(g) for p, g in zip(parts, group)])))
+
+
+def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
+    """SVMlight's group id is its ``qid:`` tokens: only the default or no group applies."""
+    if group not in ((), ("qid",)):
+        raise DataError(f"{where}SVMlight data keeps its group id in qid: tokens; --qid-col {','.join(group)!r} "
+                        "does not apply (use the default, or '' to ignore the qids)")
+
+
+def _spark_filter(df, text: str, where: str):
+    from pyspark.errors import AnalysisException, ParseException
+
+    try:
+        return df.filter(text)
+    except ParseException as exc:
+        raise DataError(f"{where}--where {text!r} is not a Spark SQL condition: {str(exc).splitlines()[0]}") from None
+    except AnalysisException as exc:
+        raise DataError(f"{where}--where {text!r}: {str(exc).splitlines()[0]}; columns are "
+                        f"{', '.join(df.columns)}") from None
+
+
+def _stack_svmlight(parts, name: str):
+    """One ``(X, labels, qid)`` from several parsed SVMlight files (widths padded)."""
+    import scipy.sparse as sp
+
+    if len(parts) == 1:
+        return parts[0].X, parts[0].labels, parts[0].qid
+    if len({p.qid is None for p in parts}) > 1:
+        raise DataError(f"{name}: some files have qid: tokens, others not")
+    width = max(p.X.shape[1] for p in parts)
+    X = sp.vstack([sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=(p.X.shape[0], width))
+                   for p in parts], format="csr")
+    labels = np.concatenate([p.labels for p in parts])
+    qid = None
+    if parts[0].qid is not None:
+        kinds = {p.qid.dtype.kind in "iu" for p in parts}
+        qid = np.concatenate([p.qid if kinds == {True} else p.qid.astype(str) for p in parts])
+    return X, labels, qid
+
+
+def _filter_arrays(X, labels, qid, text: str, where: str):
+    """Rows of SVMlight arrays kept by a local ``--where`` over ``label`` and ``qid``."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from .where import to_arrow_filter
+
+    columns = {"label": pa.array(labels)}
+    if qid is not None:
+        columns["qid"] = pa.array(qid)
+    columns["__row"] = pa.array(np.arange(labels.shape[0]))
+    table = pa.table(columns)
+    flt = to_arrow_filter(text, [n for n in table.column_names if n != "__row"], where)
+    rows = ds.dataset(table).to_table(filter=flt, columns=["__row"]).column(0).to_numpy()
+    return X[rows], labels[rows], None if qid is None else qid[rows]
+
+
+def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
+    """The group id of each row of an Arrow table: one column's values, or for several the
+    JSON text of the values (as Spark's ``to_json(struct(...))``); ``None`` where a part is null."""
+    if len(group) == 1:
+        return table.column(group[0])
+    import pyarrow as pa
+
+    columns = [table.column(g).to_pylist() for g in group]
+    out = [None if any(v is None for v in values) else
+           json.dumps(dict(zip(group, values)), separators=(",", ":"), default=str)
+           for values in zip(*columns)]
+    return pa.array(out, type=pa.string())
+
+
+# ----------------------------------------------------------------------------- opening
+
+
+def open_source(
+    uris: str | Sequence[str],
+    *,
+    format: str = "auto",
+    columns: ColumnSpec = ColumnSpec(),
+    where: str | None = None,
+    spark=None,
+) -> Source:
+    """Find the data files of ``uris`` and their format.
+
+    Parameters
+    ----------
+    uris : str or sequence of str
+        Local paths, ``sample:NAME``, or Hadoop URIs (``file:``, ``hdfs:``, ``s3a:`` …);
+        files, directories (Hive partitions are columns) or glob patterns.
+    format : str
+        ``auto`` (by file names, else the first bytes: ``PAR1`` is Parquet, anything else
+        SVMlight text) or a name in :data:`~sparkrank.io.formats.FORMATS`.
+    columns : ColumnSpec
+    where : str, optional
+        Row filter (see :class:`Source`).
+    spark : SparkSession, optional
+        The session whose Hadoop ``FileSystem`` serves URIs with a scheme (default: the
+        active one, else a new one).  Without it ``file:`` URIs are read as local paths.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path or pattern that matches nothing (the message names it).
+    DataError
+        An empty directory, or files of different formats in one input.
+    ValueError
+        An unknown or unavailable ``format``.
+    """
+    if isinstance(uris, str):
+        uris = [uris]
+    uris = tuple(U.resolve_sample(u) for u in uris)
+    if not uris:
+        raise ValueError("no input given")
+    if format != "auto":
+        get_format(format)
+    files: list[FileEntry] = []
+    found: dict[str, FileEntry] = {}
+    for uri in uris:
+        fs = _fs_for(uri, spark)
+        entries, fmt = _detect(fs, uri, format)
+        for entry in entries:
+            found.setdefault(fmt, entry)
+        files += entries
+    if len(found) > 1:
+        kinds = ", ".join(f"{fmt} ({entry.path})" for fmt, entry in found.items())
+        raise DataError(f"inputs {', '.join(uris)} are of different formats: {kinds}; give one format per command")
+    fmt = format if format != "auto" else next(iter(found))
+    return Source(uris, fmt, columns, where or None, tuple(files))
+
+
+def _fs_for(uri: str, spark) -> FileSystem:
+    if not U.has_scheme(uri):
+        return LOCAL
+    if spark is None and U.scheme(uri) == "file":
+        return FileUriFileSystem()
+    from .fs import active_or_new_session
+
+    return HadoopFileSystem(spark if spark is not None else active_or_new_session())
+
+
+def _detect(fs: FileSystem, uri: str, requested: str) -> tuple[list[FileEntry], str]:
+    """The data files of one URI and their format (``requested`` unless ``auto``)."""
+    if U.has_glob(uri):
+        matches = fs.glob(uri)
+        if not matches:
+            raise FileNotFoundError(f"input {uri} matches no files")
+    else:
+        if not fs.exists(uri):
+            raise FileNotFoundError(f"input {uri} does not exist")
+        matches = [uri]
+    if requested == "delta" or (requested == "auto" and _is_delta(fs, matches)):
+        if "delta" not in FORMATS:
+            get_format("delta")
+        return [], "delta"
+    entries = [e for m in matches for e in fs.list_files(m)]
+    if not entries:
+        raise DataError(f"input {uri} is an empty directory (no data files; names starting with _ or . are skipped)")
+    if requested != "auto":
+        return entries, requested
+    kinds: dict[str, FileEntry] = {}
+    for e in entries:
+        fmt = format_by_suffix(U.basename(e.path)) or format_by_magic(fs.read_bytes(e.path, 4))
+        kinds.setdefault(fmt, e)
+    if len(kinds) > 1:
+        listing = "; ".join(f"{fmt}: {e.path}" for fmt, e in kinds.items())
+        raise DataError(f"input {uri} mixes formats ({listing}); give a directory of one format or --format")
+    return entries, next(iter(kinds))
+
+
+def _is_delta(fs: FileSystem, matches: list[str]) -> bool:
+    return len(matches) == 1 and fs.is_dir(matches[0]) and fs.exists(U.join(matches[0], "_delta_log"))
+
+
+@dataclass(frozen=True)
+class FrameSource:
+    """An existing Spark DataFrame as a source (``LinearRanker.fit``, ``tune`` on DataFrames):
+    the same column checks and preparation as :meth:`Source.dataframe`."""
+
+    df: object
+    columns: ColumnSpec = ColumnSpec()
+    where: str | None = None
+
+    @property
+    def name(self) -> str:
+        return "DataFrame"
+
+    def dataframe(self, spark=None):
+        from ..spark.io import Columns
+
+        df = prepare_frame(self.df, self.columns, self.where)
+        return df, Columns(self.columns.label, self.columns.group_name, _features_name(self.columns))

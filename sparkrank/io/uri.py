@@ -1,0 +1,75 @@
+"""What a path string names: a local path, a bundled sample, or a Hadoop URI.
+
+The one rule (issue 9): a string with a URI scheme (``file://``, ``hdfs://``, ``s3a://``,
+``abfss://``, ``gs://``, …) is only ever opened through Hadoop's ``FileSystem``; a string
+without one is a path on this machine.  ``sample:NAME`` is the bundled sample (a local file).
+Windows drive letters (``C:\\x``) are not schemes.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+_GLOB_CHARS = set("*?[{")
+SAMPLE_SCHEME = "sample"
+
+
+def scheme(uri: str) -> str:
+    """The URI scheme in lower case (``""`` for a plain path; one-letter drive names are paths)."""
+    m = _SCHEME.match(str(uri))
+    return m.group(1).lower() if m else ""
+
+
+def has_scheme(uri: str) -> bool:
+    """True for ``file:``, ``hdfs:``, ``s3a:`` … URIs (``sample:`` names are local files)."""
+    return scheme(uri) not in ("", SAMPLE_SCHEME)
+
+
+def resolve_sample(uri: str) -> str:
+    """``sample:NAME`` -> the bundled file's local path; anything else unchanged."""
+    if scheme(uri) == SAMPLE_SCHEME:
+        from ..datasets import sample_path
+
+        return str(sample_path(str(uri).split(":", 1)[1]))
+    return str(uri)
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a scheme-less path, a ``sample:`` name or a ``file:`` URI; else None."""
+    uri = resolve_sample(uri)
+    s = scheme(uri)
+    if s == "":
+        return uri
+    if s == "file":
+        parsed = urlparse(uri)
+        if parsed.netloc not in ("", "localhost"):
+            return None
+        return parsed.path
+    return None
+
+
+def has_glob(uri: str) -> bool:
+    """True when the string has a Hadoop/glob pattern character (``* ? [ {``)."""
+    return any(c in _GLOB_CHARS for c in str(uri))
+
+
+def join(base: str, name: str) -> str:
+    """``base/name`` for a path or a URI (one slash between them)."""
+    return str(base).rstrip("/") + "/" + name
+
+
+def parent(uri: str) -> str:
+    """The directory part of a path or URI (``"."`` for a bare file name)."""
+    text = str(uri).rstrip("/")
+    head, sep, _ = text.rpartition("/")
+    if not sep:
+        return "."
+    if head.endswith(":") or head.endswith(":/"):  # "file:/x" or "s3a://bucket/x"
+        return head + "/"
+    return head or "/"
+
+
+def basename(uri: str) -> str:
+    return str(uri).rstrip("/").rpartition("/")[2]

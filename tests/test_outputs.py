@@ -1,0 +1,255 @@
+"""Bad inputs name the URI; column typos are errors on both engines; outputs are safe (issues 9, 13, 14)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkrank.cli import main
+from sparkrank.data.block import DataError
+from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.datasets import make_ranking_data
+from sparkrank.engines.registry import choose_engine
+from sparkrank.io.fs import LOCAL, HadoopFileSystem
+from sparkrank.io.outputs import safe_cell
+from sparkrank.io.sources import open_source
+from sparkrank.model import RankingModel
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    d = tmp_path_factory.mktemp("small")
+    data, _ = make_ranking_data(200, 5, rows_per_group=20, seed=1)
+    write_parquet(d / "data.parquet", data)
+    return d / "data.parquet"
+
+
+def _run(capsys, *argv) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(list(argv))
+    return rc, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_bad_inputs_name_the_uri(spark, tmp_path, capsys, small, engine):
+    base = ["train", "--engine", engine, "--model", str(tmp_path / "m.json"), "-q"]
+    missing = tmp_path / "nothing_here"
+    rc, err = _run(capsys, *base, "--input", str(missing))
+    assert rc == 2 and f"input {missing} does not exist" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "_SUCCESS").write_text("")
+    rc, err = _run(capsys, *base, "--input", str(empty))
+    assert rc == 2 and f"input {empty} is an empty directory" in err
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.parquet").write_bytes(small.read_bytes())
+    (mixed / "b.txt").write_text("1 qid:1 1:0.5\n")
+    rc, err = _run(capsys, *base, "--input", str(mixed))
+    assert rc == 2 and f"input {mixed} mixes formats" in err and "parquet" in err and "svmlight" in err
+    rc, err = _run(capsys, *base, "--input", str(small), "--where", "nosuch > 1")
+    assert rc == 2 and str(small) in err and "nosuch" in err and "label" in err
+    rc, err = _run(capsys, *base, "--input", str(small), "--qid-col", "query_id")
+    assert rc == 2 and "no group column 'query_id'" in err and "columns are label, indices, values, qid" in err
+    rc, err = _run(capsys, *base, "--input", str(small), "--label-col", "y")
+    assert rc == 2 and "no label column 'y'" in err
+    rc, err = _run(capsys, *base, "--input", str(small), "--feature-cols", "f9")
+    assert rc == 2 and "no feature column 'f9'" in err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_unknown_format(tmp_path, capsys, small):
+    with pytest.raises(SystemExit) as exc:  # argparse: exit 2 with the choices
+        main(["train", "--input", str(small), "--format", "orc", "--model", str(tmp_path / "m.json")])
+    assert exc.value.code == 2 and "invalid choice: 'orc'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown format 'orc'"):
+        open_source(str(small), format="orc")
+
+
+def test_no_group_column_must_be_asked_for(tmp_path, small):
+    no_qid = tmp_path / "no_qid.parquet"
+    pq.write_table(pq.read_table(small).drop(["qid"]), no_qid)
+    with pytest.raises(DataError, match="no group column 'qid'.*--qid-col ''"):
+        read_ranking_data(no_qid)
+    assert read_ranking_data(no_qid, qid_col="").groups.n_groups == 1
+
+
+def test_missing_group_column_in_pyspark_ml(spark, small):
+    from sparkrank.ml import LinearRanker, RankingEvaluator
+
+    df = spark.read.parquet(str(small))
+    with pytest.raises(DataError, match="no group column 'query_id'"):
+        LinearRanker(groupCol="query_id").fit(df)
+    with pytest.raises(DataError, match="no label column 'y'"):
+        LinearRanker(labelCol="y").fit(df)
+    scored = df.withColumn("prediction", df.label * 1.0)
+    with pytest.raises(DataError, match="no groupCol column 'query_id'"):
+        RankingEvaluator(groupCol="query_id").evaluate(scored)
+
+
+def test_impossible_model_path_fails_before_training(tmp_path, capsys, small):
+    impossible = small / "m.json"  # its "directory" is a file
+    rc, err = _run(capsys, "train", "--engine", "local", "--input", str(small), "--model", str(impossible))
+    assert rc == 2 and f"cannot write {impossible}" in err and "Traceback" not in err
+    assert "trained" not in capsys.readouterr().out
+    rc, err = _run(capsys, "train", "--engine", "local", "--input", str(small), "--model", str(small.parent))
+    assert rc == 2 and "is a directory" in err
+
+
+def test_read_only_model_path_fails_before_training(tmp_path, capsys, small):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as root: permissions do not stop writes")
+        rc, err = _run(capsys, "train", "--engine", "local", "--input", str(small), "--model",
+                       str(locked / "m.json"))
+    finally:
+        os.chmod(locked, 0o700)
+    assert rc == 2 and f"cannot write {locked / 'm.json'}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("where", ["local", "hadoop"])
+def test_interrupted_model_write_leaves_the_old_model(spark, tmp_path, monkeypatch, where):
+    data, _ = make_ranking_data(50, 3, rows_per_group=10, seed=2)
+    target = tmp_path / "m.json"
+    old = RankingModel(np.ones(3), "tron", 1.0, 0.5, 1e-3)
+    old.save(str(target))
+    before = target.read_bytes()
+    cls = type(LOCAL) if where == "local" else HadoopFileSystem
+    uri = str(target) if where == "local" else f"file://{target}"
+    real_write = cls._write_new
+
+    def half_then_crash(self, path, payload):
+        real_write(self, path, payload[: len(payload) // 2])
+        raise KeyboardInterrupt("killed mid-write")
+
+    monkeypatch.setattr(cls, "_write_new", half_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        RankingModel(np.zeros(3), "tron", 2.0, 0.25, 1e-3).save(uri)
+    monkeypatch.undo()
+    assert target.read_bytes() == before  # the complete old model, never a half-written one
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # the temporary file was removed
+    assert RankingModel.load(uri).C == 1.0
+
+
+def test_concurrent_readers_never_see_a_partial_model(tmp_path):
+    import threading
+
+    path = str(tmp_path / "m.json")
+    models = [RankingModel(np.full(n, float(n)), "tron", float(n), 0.5, 1e-3) for n in (3, 3000, 30)]
+    models[0].save(path)
+    stop = threading.Event()
+    seen, errors = set(), []
+
+    def read():
+        while not stop.is_set():
+            try:
+                m = RankingModel.load(path)
+            except ValueError as exc:  # a torn or empty file would fail to parse
+                errors.append(exc)
+                return
+            assert np.all(m.weights == m.C) and m.n_features == int(m.C)
+            seen.add(m.n_features)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for t in readers:
+        t.start()
+    for i in range(60):
+        models[i % 3].save(path)
+    stop.set()
+    for t in readers:
+        t.join()
+    assert errors == [] and seen <= {3, 3000, 30} and seen
+
+
+def test_weights_npy_only_beside_the_model(tmp_path):
+    model = RankingModel(np.arange(3.0), "tron", 1.0, 0.5, 1e-3)
+    path = tmp_path / "m.json"
+    model.save(str(path))
+    d = json.loads(path.read_text())
+    np.save(tmp_path / "w.npy", np.ones(3))
+    d["weights_npy"] = "w.npy"
+    path.write_text(json.dumps(d))
+    np.testing.assert_array_equal(RankingModel.load(str(path)).weights, np.ones(3))
+    for bad in ("../w.npy", str(tmp_path / "w.npy"), "sub/w.npy", "..", "file:///etc/passwd"):
+        d["weights_npy"] = bad
+        path.write_text(json.dumps(d))
+        with pytest.raises(ValueError, match="weights_npy must be a file name beside the model"):
+            RankingModel.load(str(path))
+
+
+def test_spark_outputs_refuse_a_non_empty_directory(spark, tmp_path, capsys, small):
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
+    out = tmp_path / "scores"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    args = ["predict", "--engine", "spark", "--model", str(model), "--input", str(small), "--output", str(out), "-q"]
+    rc, err = _run(capsys, *args)
+    assert rc == 2 and "exists and is not empty" in err and (out / "keep.txt").read_text() == "precious"
+    assert main([*args, "--overwrite"]) == 0
+    scores = spark.read.parquet(str(out))
+    assert scores.columns == ["label", "qid", "prediction"] and scores.count() == 200
+    per = tmp_path / "per_query"
+    assert main(["evaluate", "--engine", "spark", "--model", str(model), "--input", str(small), "--per-query",
+                 str(per), "-q"]) == 0
+    rc, err = _run(capsys, "evaluate", "--engine", "spark", "--model", str(model), "--input", str(small),
+                   "--per-query", str(per), "-q")
+    assert rc == 2 and "exists and is not empty" in err
+    assert main(["evaluate", "--engine", "spark", "--model", str(model), "--input", str(small), "--per-query",
+                 str(per), "--mode", "overwrite", "-q"]) == 0
+
+
+def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
+    table = pq.read_table(small)
+    qids = np.array(["=cmd|' /C calc'!A0", "a,b", "-3", "+x", "@y", "plain"])[table.column("qid").to_numpy() % 6]
+    risky = tmp_path / "risky.parquet"
+    pq.write_table(table.set_column(table.column_names.index("qid"), "qid", pa.array(qids)), risky)
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(risky), "--model", str(model), "-q"]) == 0
+    out = tmp_path / "per.csv"
+    assert main(["evaluate", "--engine", "local", "--model", str(model), "--input", str(risky), "--per-query",
+                 str(out), "-q"]) == 0
+    with open(out, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0][0] == "qid"
+    first = sorted(r[0] for r in rows[1:])
+    assert first == sorted(["'=cmd|' /C calc'!A0", "a,b", "-3", "'+x", "'@y", "plain"])
+    assert '"a,b"' in out.read_text()
+    assert safe_cell(-1.5) == -1.5 and safe_cell("-2") == "-2" and safe_cell("-2+A1") == "'-2+A1"
+
+
+def test_engine_auto_rule(tmp_path, small, monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("SPARK_ENV_LOADED", raising=False)
+    kind, why = choose_engine("auto", ["sample:train"])
+    assert kind == "local" and "fits in memory" in why
+    assert choose_engine("auto", [str(small)], master="local[2]")[0] == "spark"
+    assert choose_engine("auto", ["s3a://bucket/ltr/"])[0] == "spark"
+    assert choose_engine("auto", [str(small)], where="upper(day) = 'X'")[0] == "spark"
+    assert choose_engine("auto", [str(small)], where="day >= '2026-11-01' and qid in (1, 2)")[0] == "local"
+    monkeypatch.setattr("sparkrank.engines.registry._available_memory", lambda: 1000.0)
+    assert choose_engine("auto", [str(small)])[0] == "spark"
+    assert choose_engine("local", ["s3a://bucket/x"]) == ("local", "--engine local")
+
+
+def test_file_uris_without_a_session_use_the_local_disk(tmp_path):
+    from sparkrank.io.fs import FileUriFileSystem
+
+    fs = FileUriFileSystem()
+    uri = f"file://{tmp_path}/d/m.json"
+    fs.mkdirs(f"file://{tmp_path}/d")
+    fs.write_text(uri, "{}")
+    assert fs.read_text(uri) == "{}" and (tmp_path / "d" / "m.json").read_text() == "{}"
+    assert [e.path for e in fs.list_files(f"file://{tmp_path}/d")] == [uri]
+    assert fs.glob(f"file://{tmp_path}/d/*.json") == [uri]
+    with pytest.raises(OSError, match="with a host"):
+        fs.exists("file://otherhost/x")
