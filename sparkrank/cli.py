@@ -157,6 +157,9 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                    help="where the pair counting runs: executor (grouped data, default) or driver")
     g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
+    g.add_argument("--threads", type=int, metavar="N",
+                   help="local engine: threads for the products and the pair counting (default: every core); "
+                        "the model is the same bit for bit for any N")
 
 
 def _subparser(sub, name: str, **kwargs) -> argparse.ArgumentParser:
@@ -294,9 +297,14 @@ class _Inputs:
 
         a = self.args
         options = dict(n_features=n_features, dtype=np.dtype(a.dtype).type, drop_invalid_rows=a.drop_invalid_rows)
+        threads = getattr(a, "threads", None)
         if self.kind == "spark":
+            if threads is not None:
+                raise ValueError("--threads is an option of the local engine; Spark uses its executors' cores")
             options.update(spark=self.spark, placement=a.placement, num_partitions=a.partitions,
                            aggregation_depth=a.aggregation_depth)
+        else:
+            options.update(threads=threads)
         return make_engine(source, self.kind, **options)
 
     def ranking_data(self, source, model=None):

@@ -53,10 +53,10 @@ class EngineEntry:
 
 
 def _build_local(source, *, n_features: int | None = None, dtype: type = np.float64,
-                 drop_invalid_rows: bool = False) -> Engine:
+                 drop_invalid_rows: bool = False, threads: int | None = None) -> Engine:
     from .local import LocalEngine
 
-    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows))
+    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows), threads=threads)
 
 
 def _ranking_data(source, n_features, dtype, drop_invalid_rows):
@@ -84,7 +84,8 @@ _COMMON = ("n_features", "dtype", "drop_invalid_rows")
 
 #: The engines, by ``--engine`` name.
 ENGINES: dict[str, EngineEntry] = {
-    "local": EngineEntry("local", "in this process: one block, numpy/numba", _COMMON, _build_local),
+    "local": EngineEntry("local", "in this process: one block, numba on every core (--threads)",
+                         _COMMON + ("threads",), _build_local),
     "spark": EngineEntry("spark", "Spark: cached blocks on the executors (embedded local[*] unless --master "
                          "or spark-submit)", _COMMON + ("spark", "placement", "num_partitions", "aggregation_depth"),
                          _build_spark),
