@@ -289,3 +289,52 @@ def test_killed_driver_resumes_from_the_cli(cluster, data, undisturbed, tmp_path
     r = _submit(cluster, "train.py", *args, "--resume")
     assert "resuming from" in r.stdout + r.stderr
     np.testing.assert_array_equal(_weights(tmp_path / "model.json"), _weights(undisturbed("tron")))
+
+
+# -- data lake ------------------------------------------------------------------------------------
+def test_jobs_on_a_partitioned_lake_with_where_and_file_uris(cluster, tmp_path):
+    """Every job with ``file://`` URIs on a Hive-partitioned lake filtered by ``--where`` (issue 9)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkrank.data.block import RankingData
+    from sparkrank.datasets import make_ranking_data
+    from sparkrank.training import train
+
+    lake = tmp_path / "lake"
+    kept = []
+    for day in (1, 2, 3):
+        part, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, seed=10 + day)
+        qid = np.repeat(part.qids + 1000 * day, part.groups.group_sizes)  # distinct groups per day
+        X = part.X.toarray()
+        (lake / f"day=2026-11-0{day}").mkdir(parents=True)
+        pq.write_table(pa.table({"label": part.labels, "qid": qid, "features": [list(r) for r in X]}),
+                       lake / f"day=2026-11-0{day}" / "part-0.parquet")
+        if day >= 2:
+            kept.append((X, part.labels, qid))
+    L, where = f"file://{tmp_path}", "day >= '2026-11-02'"
+    model = tmp_path / "models" / "m.json"
+    _submit(cluster, "train.py", "--input", f"{L}/lake", "--where", where, "--model", f"{L}/models/m.json",
+            "--partitions", "2", *TRON)
+    local = train(RankingData.from_arrays(np.vstack([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
+                                          np.concatenate([k[2] for k in kept])), solver="tron", C=1.0, tol=1e-6)
+    np.testing.assert_allclose(_weights(model), local.weights, rtol=1e-9, atol=1e-12)
+
+    _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", where,
+            "--output", f"{L}/scores", "--partition-by", "day", "--rank")
+    days = sorted(p.name for p in (tmp_path / "scores").iterdir() if p.name.startswith("day="))
+    assert days == ["day=2026-11-02", "day=2026-11-03"]
+    assert pq.read_table(tmp_path / "scores").num_rows == 1200
+    r = _submit(cluster, "evaluate.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", where,
+                "--per-query", f"{L}/per_query", "--output-json", f"{L}/metrics.json")
+    assert json.loads((tmp_path / "metrics.json").read_text())["n_rows"] == 1200, r.stdout[-2000:]
+    _submit(cluster, "convert.py", "--input", f"file://{REPO}/sparkrank/sample/train.svmlight",
+            "--output", f"{L}/train.parquet")
+    assert pq.read_table(tmp_path / "train.parquet").num_rows == 3041
+    _submit(cluster, "tune.py", "--input", f"{L}/lake", "--where", where, "--folds", "2", "--C-grid", "0.5", "1",
+            "--model", f"{L}/models/best.json", "--output-json", f"{L}/tune.json")
+    assert json.loads((tmp_path / "tune.json").read_text())["best_C"] in (0.5, 1.0)
+    # an existing output is never replaced without --overwrite
+    again = _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake",
+                    "--where", where, "--output", f"{L}/scores", expect=2)
+    assert "--overwrite" in again.stdout + again.stderr
