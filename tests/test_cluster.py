@@ -264,7 +264,7 @@ def test_fit_survives_a_killed_worker(cluster, data, undisturbed, tmp_path, solv
         cluster.restart_worker(2)
     np.testing.assert_array_equal(w, reference)
     # a crashed worker cannot clean up: its executor's directory (blocks included) stays behind
-    app_id = re.search(r"app ID (app-[0-9-]+)", job.log).group(1)
+    app_id = re.search(r"spark application (app-[0-9-]+)", job.log).group(1)
     print(f"block files left by the killed worker: {_block_bytes(cluster, app_id)} bytes")
 
 
@@ -275,7 +275,7 @@ def test_killed_driver_resumes_from_the_cli(cluster, data, undisturbed, tmp_path
     job = Job(cluster, "train.py", *args)
     job.wait_for_iteration(2)
     job.kill_driver()
-    app_id = re.search(r"app ID (app-[0-9-]+)", job.log).group(1)
+    app_id = re.search(r"spark application (app-[0-9-]+)", job.log).group(1)
     left = _block_bytes(cluster, app_id)
     # the master notices the lost driver and the workers delete the application's directories
     deadline = time.monotonic() + 60

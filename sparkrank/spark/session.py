@@ -13,10 +13,13 @@ with the flag to use when the executors cannot.
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 import sys
 
 from .errors import ClusterError
+
+log = logging.getLogger("sparkrank.spark")
 
 #: What the probe task imports: everything a pass needs on the executors.
 EXECUTOR_MODULES = ("numpy", "numba", "pyarrow", "scipy", "sparkrank")
@@ -139,6 +142,9 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level.upper())
+    # Spark's own INFO lines are off by default: say which application this is (executor logs,
+    # the master's UI and block directories are named after it)
+    log.info("spark application %s on %s", spark.sparkContext.applicationId, spark.sparkContext.master)
     if not is_local:
         check_executors(spark)
     return spark
