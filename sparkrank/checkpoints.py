@@ -25,14 +25,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .solvers.result import STATE_KEY  # solvers without it (TopPush) resume as a warm start from w
+
 log = logging.getLogger("sparkrank.checkpoints")
 
 #: How many checkpoints a fit keeps (older ones are deleted after each write).
 KEEP = 2
 PREFIX = "iter-"
-#: Solvers whose state beyond ``w`` fits in the checkpoint record, so resuming is exact:
-#: solver -> the record keys handed back to it.  Others resume as a warm start from ``w``.
-RESUMABLE: dict[str, tuple[str, ...]] = {"tron": ("iter", "trial", "delta")}
+_ARRAY = "__float64_array__"
 
 
 class CheckpointMismatchError(ValueError):
@@ -73,6 +73,7 @@ def latest(directory: str) -> dict[str, Any] | None:
     try:
         record = json.loads(_read_text(path))
         record["weights"] = np.asarray(record["weights"], dtype=np.float64)
+        record["solver_state"] = decode_state(record.get("solver_state"))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"checkpoint {path} is not a sparkrank checkpoint: {exc}") from None
     record["path"] = path
@@ -89,15 +90,12 @@ class CheckpointWriter:
     interval : int
     meta : dict
         Facts stored beside the weights (settings, data fingerprint).
-    solver_keys : tuple of str
-        Keys of the solver's iteration record to store as its resumable state.
     """
 
-    def __init__(self, directory: str, interval: int, meta: dict[str, Any], solver_keys: tuple[str, ...] = ()):
+    def __init__(self, directory: str, interval: int, meta: dict[str, Any]):
         if interval < 1:
             raise ValueError(f"checkpoint interval must be positive; got {interval}")
         self.directory, self.interval, self.meta = directory.rstrip("/"), interval, dict(meta)
-        self.solver_keys = solver_keys
         self.written: list[str] = []
 
     def __call__(self, iteration: int, w: np.ndarray, record: dict[str, Any]) -> None:
@@ -110,8 +108,8 @@ class CheckpointWriter:
                 if old >= iteration:
                     _delete(checkpoint_path(self.directory, old))
         path = checkpoint_path(self.directory, iteration)
-        solver_state = {k: _plain_value(record[k]) for k in self.solver_keys if k in record}
-        text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": solver_state,
+        text = json.dumps({**self.meta, "iteration": int(iteration),
+                           "solver_state": encode_state(record.get(STATE_KEY) or {}),
                            "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
                            "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
         _write_text_atomic(path, text)
@@ -166,8 +164,7 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
             raise ValueError("--resume needs --checkpoint-dir")
         return Resumption(w0, None, None)
     meta = {**settings, "data": data_fingerprint(engine), "n_features": engine.summary.n_features}
-    solver_keys = RESUMABLE.get(settings.get("solver"), ())
-    writer = CheckpointWriter(directory, interval, meta, solver_keys)
+    writer = CheckpointWriter(directory, interval, meta)
     if resume:
         found = latest(directory)
         if found is None:
@@ -182,6 +179,28 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
                      "" if state else "; a warm start: this solver's state is not checkpointed")
             return Resumption(found["weights"], state, writer, int(found["iteration"]))
     return Resumption(w0, None, writer)
+
+
+def encode_state(state):
+    """A solver state (nested dicts, lists, numbers, float64 arrays) as JSON-ready values."""
+    if isinstance(state, np.ndarray):
+        return {_ARRAY: [float(v) for v in state.ravel()], "shape": list(state.shape)}
+    if isinstance(state, dict):
+        return {k: encode_state(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return [encode_state(v) for v in state]
+    return _plain_value(state)
+
+
+def decode_state(state):
+    """The inverse of :func:`encode_state` (arrays come back as float64 arrays, bit for bit)."""
+    if isinstance(state, dict):
+        if _ARRAY in state:
+            return np.asarray(state[_ARRAY], dtype=np.float64).reshape(state["shape"])
+        return {k: decode_state(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [decode_state(v) for v in state]
+    return state
 
 
 def _is_plain(v) -> bool:
