@@ -60,7 +60,7 @@ def checkpoint_path(directory: str, iteration: int) -> str:
 
 
 def _iterations(directory: str) -> list[int]:
-    names = _list_names(directory)
+    names = list_names(directory)
     return sorted(int(n[len(PREFIX):]) for n in names if n.startswith(PREFIX) and n[len(PREFIX):].isdigit())
 
 
@@ -71,7 +71,7 @@ def latest(directory: str) -> dict[str, Any] | None:
         return None
     path = checkpoint_path(directory, found[-1])
     try:
-        record = json.loads(_read_text(path))
+        record = json.loads(read_text(path))
         record["weights"] = np.asarray(record["weights"], dtype=np.float64)
         record["solver_state"] = decode_state(record.get("solver_state"))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -106,17 +106,23 @@ class CheckpointWriter:
             # outrank this fit's by iteration number: the directory holds one fit at a time
             for old in _iterations(self.directory):
                 if old >= iteration:
-                    _delete(checkpoint_path(self.directory, old))
+                    delete(checkpoint_path(self.directory, old))
         path = checkpoint_path(self.directory, iteration)
         text = json.dumps({**self.meta, "iteration": int(iteration),
                            "solver_state": encode_state(record.get(STATE_KEY) or {}),
                            "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
                            "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
-        _write_text_atomic(path, text)
+        write_text_atomic(path, text)
         self.written.append(path)
         log.info("checkpoint of iteration %d written to %s", iteration, path)
         for old in _iterations(self.directory)[:-KEEP]:
-            _delete(checkpoint_path(self.directory, old))
+            delete(checkpoint_path(self.directory, old))
+
+
+def clear(directory: str) -> None:
+    """Delete every checkpoint in ``directory`` (a finished fit's; the directory may be missing)."""
+    for it in _iterations(directory):
+        delete(checkpoint_path(directory, it))
 
 
 def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
@@ -140,7 +146,7 @@ class Resumption:
 
 
 def begin(directory: str | None, *, interval: int, resume: bool, engine, settings: dict[str, Any],
-          w0: np.ndarray | None = None) -> Resumption:
+          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None) -> Resumption:
     """Set up checkpoints for one fit, resuming from the newest one when asked.
 
     Parameters
@@ -158,12 +164,14 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         Everything that must match to resume: solver, C, tol, counting, options, standardization.
     w0 : ndarray, optional
         The start when there is nothing to resume.
+    fingerprint : dict, optional
+        :func:`data_fingerprint` of ``engine`` when the caller has it (saves a statistics pass).
     """
     if directory is None:
         if resume:
             raise ValueError("--resume needs --checkpoint-dir")
         return Resumption(w0, None, None)
-    meta = {**settings, "data": data_fingerprint(engine), "n_features": engine.summary.n_features}
+    meta = {**settings, "data": fingerprint or data_fingerprint(engine), "n_features": engine.summary.n_features}
     writer = CheckpointWriter(directory, interval, meta)
     if resume:
         found = latest(directory)
@@ -211,7 +219,7 @@ def _plain_value(v):
     return v.item() if isinstance(v, (np.floating, np.integer)) else v
 
 
-# -- storage: the only functions that touch the file system ------------------------------------
+# -- storage: the only functions that touch the file system (also for sparkrank.tune_checkpoints) ------------------------------------
 def _is_local(uri: str) -> bool:
     return "://" not in uri
 
@@ -228,7 +236,7 @@ def _hadoop(uri: str):
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
 
 
-def _write_text_atomic(uri: str, text: str) -> None:
+def write_text_atomic(uri: str, text: str) -> None:
     tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
     if _is_local(uri):
         os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
@@ -251,7 +259,7 @@ def _write_text_atomic(uri: str, text: str) -> None:
         raise OSError(f"could not rename {tmp} to {uri}")
 
 
-def _read_text(uri: str) -> str:
+def read_text(uri: str) -> str:
     if _is_local(uri):
         with open(uri) as f:
             return f.read()
@@ -263,7 +271,7 @@ def _read_text(uri: str) -> str:
         stream.close()
 
 
-def _list_names(directory: str) -> list[str]:
+def list_names(directory: str) -> list[str]:
     if _is_local(directory):
         try:
             return os.listdir(directory)
@@ -275,7 +283,7 @@ def _list_names(directory: str) -> list[str]:
     return [s.getPath().getName() for s in fs.listStatus(path)]
 
 
-def _delete(uri: str) -> None:
+def delete(uri: str) -> None:
     if _is_local(uri):
         try:
             os.remove(uri)

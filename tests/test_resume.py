@@ -6,6 +6,8 @@ the resumed run must end with the undisturbed run's weights (bitwise) and iterat
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,7 @@ def test_resumed_fit_equals_undisturbed_bitwise(data, solver, tmp_path):
     with pytest.raises(Killed):
         _fit(engine, solver, directory, resume=False, kill_after=2)
     resumed = _fit(engine, solver, directory, resume=True)
+    assert resumed.summary["history"][0]["iter"] == 3, "the resumed fit did not start after the checkpoint"
     np.testing.assert_array_equal(resumed.weights, undisturbed.weights)
     assert resumed.summary["iterations"] == undisturbed.summary["iterations"]
     np.testing.assert_equal(resumed.summary["objective"], undisturbed.summary["objective"])  # NaN for fast NCG
@@ -62,3 +65,82 @@ def test_resume_rejects_other_settings(data, tmp_path):
         _fit(engine, "bmrm", directory, resume=False, kill_after=1)
     with pytest.raises(CheckpointMismatchError, match="solver='bmrm'.*solver='ncg'"):
         _fit(engine, "ncg", directory, resume=True)
+
+
+# -- tune: finished Cs are reused, the interrupted one resumes --------------------------------------
+GRID = [2.0**e for e in range(-4, 2)]
+
+
+def _rows(result):
+    """The table rows without wall time (the one thing a resumed search cannot reproduce)."""
+    return [{k: v for k, v in vars(r).items() if k != "seconds"} for r in result.rows]
+
+
+def _kill_fit(monkeypatch, fit_number: int, after_iteration: int):
+    """Make the ``fit_number``-th fit of the next search raise after ``after_iteration``'s checkpoint."""
+    from sparkrank import selection
+
+    fits = []
+
+    def killing_train(*args, callback=None, **kwargs):
+        fits.append(1)
+        if len(fits) == fit_number:
+            def kill(it, w, record):
+                callback(it, w, record)
+                if it == after_iteration:
+                    raise Killed
+            return train(*args, callback=kill, **kwargs)
+        return train(*args, callback=callback, **kwargs)
+
+    monkeypatch.setattr(selection, "train", killing_train)
+
+
+def _count_fits(monkeypatch) -> list:
+    from sparkrank import selection
+
+    fits: list = []
+
+    def counting_train(*args, **kwargs):
+        fits.append(kwargs["C"])
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(selection, "train", counting_train)
+    return fits
+
+
+@pytest.mark.parametrize("solver,mode", [("tron", "folds"), ("bmrm", "valid"), ("ncg", "folds")])
+def test_interrupted_tune_resumes_to_the_same_table_and_model(data, solver, mode, tmp_path, monkeypatch, caplog):
+    from sparkrank.selection import tune
+
+    valid, _ = make_ranking_data(300, 6, rows_per_group=20, n_levels=3, density=0.7, seed=12)
+    held = {"folds": 2} if mode == "folds" else {"valid": valid}
+    opts = dict(held, C_grid=GRID, solver=solver, tol=SETTINGS[solver]["tol"], seed=3)
+    undisturbed = tune(data, **opts)
+    directory = str(tmp_path / "tune-ck")
+    # fold 2's (or the validation path's) fourth C is killed after its second iteration
+    _kill_fit(monkeypatch, len(GRID) + 4 if mode == "folds" else 4, 2)
+    with pytest.raises(Killed):
+        tune(data, **opts, checkpoint_dir=directory)
+    monkeypatch.undo()
+    fits = _count_fits(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="sparkrank"):
+        resumed = tune(data, **opts, checkpoint_dir=directory, resume=True)
+    # only the interrupted C and the ones after it are trained again (plus the k-fold refit)
+    assert len(fits) == (len(GRID) - 3 + 1 if mode == "folds" else len(GRID) - 3)
+    assert "resuming from" in caplog.text and "/C-003/iter-00000002" in caplog.text
+    np.testing.assert_equal(_rows(resumed), _rows(undisturbed))  # NaN objectives (fast NCG) compare equal
+    assert resumed.best_C == undisturbed.best_C
+    np.testing.assert_array_equal(resumed.model.weights, undisturbed.model.weights)
+    assert resumed.model.summary["iterations"] == undisturbed.model.summary["iterations"]
+
+
+def test_tune_resume_rejects_other_settings(data, tmp_path):
+    from sparkrank.selection import tune
+
+    directory = str(tmp_path / "tune-ck")
+    tune(data, folds=2, C_grid=GRID[:2], solver="tron", checkpoint_dir=directory)
+    with pytest.raises(CheckpointMismatchError, match="seed"):
+        tune(data, folds=2, C_grid=GRID[:2], solver="tron", seed=1, checkpoint_dir=directory, resume=True)
+    other, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, density=0.7, seed=99)
+    with pytest.raises(CheckpointMismatchError, match="train_data"):
+        tune(other, folds=2, C_grid=GRID[:2], solver="tron", checkpoint_dir=directory, resume=True)
