@@ -6,7 +6,11 @@ the resumed run must end with the undisturbed run's weights (bitwise) and iterat
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -144,3 +148,61 @@ def test_tune_resume_rejects_other_settings(data, tmp_path):
     other, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, density=0.7, seed=99)
     with pytest.raises(CheckpointMismatchError, match="train_data"):
         tune(other, folds=2, C_grid=GRID[:2], solver="tron", checkpoint_dir=directory, resume=True)
+
+
+# -- the command line, in a process of its own ----------------------------------------------------
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sparkrank", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def parquet(data, tmp_path_factory):
+    from sparkrank.data.io import write_parquet
+
+    path = tmp_path_factory.mktemp("resume") / "train.parquet"
+    write_parquet(path, data)
+    return str(path)
+
+
+@pytest.mark.parametrize("solver", ["bmrm", "ncg"])
+def test_cli_train_resume_is_bitwise(parquet, solver, tmp_path):
+    common = ["train", "--engine", "local", "--input", parquet, "--solver", solver, "-C", "0.5",
+              "--tol", str(SETTINGS[solver]["tol"]), "-q"]
+    ck = str(tmp_path / "ck")
+    assert _cli(*common, "--model", str(tmp_path / "full.json")).returncode == 0
+    # "killed" after iteration 2: the checkpoints are all that is left of the first run
+    cut = _cli(*common, "--model", str(tmp_path / "cut.json"), "--checkpoint-dir", ck, "--max-iter", "2")
+    assert cut.returncode == 0, cut.stderr
+    resumed = _cli(*common, "--model", str(tmp_path / "resumed.json"), "--checkpoint-dir", ck, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    full = json.loads((tmp_path / "full.json").read_text())
+    again = json.loads((tmp_path / "resumed.json").read_text())
+    assert again["weights"] == full["weights"]
+    assert again["summary"]["iterations"] == full["summary"]["iterations"] > 2
+    assert again["summary"]["history"][0]["iter"] == 3
+
+
+def test_cli_tune_resume_gives_the_same_table_and_model(parquet, tmp_path):
+    ck = tmp_path / "ck"
+    common = ["tune", "--engine", "local", "--input", parquet, "--folds", "2", "--C-range", "-4", "1",
+              "--tol", "1e-8", "-q", "--checkpoint-dir", str(ck)]
+    first = _cli(*common, "--output-json", str(tmp_path / "full.json"), "--model", str(tmp_path / "full-model.json"))
+    assert first.returncode == 0, first.stderr
+    # "killed" while fold 2 trained its fourth C: its records from there on and the refit are lost
+    for name in ("C-003.json", "C-004.json", "C-005.json"):
+        (ck / "path-1" / name).unlink()
+    shutil.rmtree(ck / "refit")
+    resumed = _cli(*common, "--resume", "--output-json", str(tmp_path / "resumed.json"),
+                   "--model", str(tmp_path / "resumed-model.json"))
+    assert resumed.returncode == 0, resumed.stderr
+    full, again = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("full", "resumed"))
+    for rows in (full["rows"], again["rows"]):
+        for row in rows:
+            row.pop("seconds")
+    assert again["rows"] == full["rows"] and again["best_C"] == full["best_C"]
+    full_model, model = (json.loads((tmp_path / f"{n}-model.json").read_text()) for n in ("full", "resumed"))
+    assert model["weights"] == full_model["weights"]
+
+    other_seed = _cli(*common, "--resume", "--seed", "1")
+    assert other_seed.returncode == 2 and "Traceback" not in other_seed.stderr
+    assert "was written with seed=0, but this fit has seed=1" in other_seed.stderr
