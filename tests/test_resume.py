@@ -206,3 +206,17 @@ def test_cli_tune_resume_gives_the_same_table_and_model(parquet, tmp_path):
     other_seed = _cli(*common, "--resume", "--seed", "1")
     assert other_seed.returncode == 2 and "Traceback" not in other_seed.stderr
     assert "was written with seed=0, but this fit has seed=1" in other_seed.stderr
+
+
+@pytest.mark.parametrize("solver", ["bmrm", "ncg"])
+def test_resume_on_spark_is_bitwise_equal_to_local(spark, data, parquet, solver, tmp_path):
+    from sparkrank.engines.spark import SparkEngine
+
+    local = train(LocalEngine(data), solver=solver, **SETTINGS[solver])
+    directory = str(tmp_path / "ck")
+    with SparkEngine(spark.read.parquet(parquet), placement="executor", num_partitions=3) as engine:
+        with pytest.raises(Killed):
+            _fit(engine, solver, directory, resume=False, kill_after=2)
+        resumed = _fit(engine, solver, directory, resume=True)
+    np.testing.assert_array_equal(resumed.weights, local.weights)
+    assert resumed.summary["iterations"] == local.summary["iterations"]
