@@ -195,3 +195,23 @@ def test_mq2008_spark_equals_local(spark, mq2008, placement, partitions, solver,
     assert model.summary["iterations"] == local.summary["iterations"]
     assert rel(model.weights, local.weights) <= 1e-8
     assert model.summary["objective"] == pytest.approx(local.summary["objective"], rel=1e-12)
+
+
+def test_long_spark_jobs_log_progress_lines(spark, caplog):
+    import logging
+    import time as _time
+
+    from sparkrank.spark.progress import job_progress
+
+    def slow(rows):
+        _time.sleep(1.5)
+        yield sum(1 for _ in rows)
+
+    with caplog.at_level(logging.INFO, logger="sparkrank.spark"):
+        with job_progress(spark.sparkContext, "building blocks", every=0.2):
+            assert spark.sparkContext.parallelize(range(4), 2).mapPartitions(slow).collect() == [2, 2]
+        with job_progress(spark.sparkContext, "quick", every=30.0):
+            spark.sparkContext.parallelize(range(4), 2).count()
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("building blocks: ") and "tasks done" in m for m in lines), lines
+    assert not any(m.startswith("quick") for m in lines)  # work shorter than `every` says nothing

@@ -26,6 +26,7 @@ start (``blocks.sweep_stale_applications``).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import logging
 import os
@@ -43,6 +44,7 @@ from ..data.groups import QueryGroups
 from ..spark import blocks
 from ..spark.errors import ClusterError
 from ..spark.locate import locate_row_error
+from ..spark.progress import job_progress
 from .base import (
     ColumnMoments,
     DataSummary,
@@ -154,6 +156,7 @@ class SparkEngine(Engine):
         self._released: list[int] = []
         self._driver_states: dict[int, object] = {}
         self.dropped_rows = 0
+        self._passes_started = False
         self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
@@ -202,7 +205,10 @@ class SparkEngine(Engine):
         self._store_ids.append(self.store_id)
         task = blocks.build_block_task(self.owner, self.store_id, self.label_col, self.qid_col, self.spec, self.dtype)
         self._refs_df = self._df.mapInArrow(task, blocks.REF_SCHEMA).cache()
-        refs = sorted(self._refs_df.collect(), key=lambda r: r.partition)
+        log.info("building %d blocks (shuffling rows by %s and decoding them on the executors)",
+                 self.num_partitions, self.qid_col or "row order")
+        with job_progress(self.spark.sparkContext, "building blocks"):
+            refs = sorted(self._refs_df.collect(), key=lambda r: r.partition)
         errors = [r.error for r in refs if r.error]
         if errors:
             self._refs_df.unpersist()
@@ -265,10 +271,11 @@ class SparkEngine(Engine):
         replay = False
         for attempt in range(MAX_RECOVERIES + 1):
             try:
-                if self.placement == "executor":
-                    result = self._run_executor(vector, kernel, state, keep_state, replay)
-                else:
-                    result = self._run_driver(vector, kernel, state, keep_state)
+                with self._first_pass_progress():
+                    if self.placement == "executor":
+                        result = self._run_executor(vector, kernel, state, keep_state, replay)
+                    else:
+                        result = self._run_driver(vector, kernel, state, keep_state)
             except Exception as exc:  # a block file missing on the task's host: rebuild the store
                 if "BlockMissingError" not in str(exc):
                     raise
@@ -284,6 +291,14 @@ class SparkEngine(Engine):
                 replay = True
                 continue
             return result
+
+    def _first_pass_progress(self):
+        """Progress lines during the first pass, where every Python worker compiles (or loads
+        from numba's cache) the kernels; later passes are quick and stay quiet."""
+        if self._passes_started:
+            return contextlib.nullcontext()
+        self._passes_started = True
+        return job_progress(self.spark.sparkContext, "first pass (executors load or compile the numba kernels)")
 
     def _recover(self, attempt: int, what: str, cause: Exception | None) -> None:
         if attempt >= MAX_RECOVERIES:
