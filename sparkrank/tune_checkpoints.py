@@ -56,16 +56,18 @@ class TuneCheckpoints:
             raise ValueError(f"checkpoint interval must be positive; got {interval}")
         self.directory, self.interval, self.resume = directory.rstrip("/"), interval, resume
         _check_or_write(f"{self.directory}/{SETTINGS_FILE}", _plain(settings), resume)
+        if not resume:
+            clear(f"{self.directory}/refit")
 
     def path(self, index: int, train_engine, valid_engine) -> "PathCheckpoints":
         """The records of path ``index`` (a fold, or 0 for the validation set), its data checked."""
         directory = f"{self.directory}/path-{index}"
         fingerprint = data_fingerprint(train_engine)
         meta = {"train_data": fingerprint, "valid_data": data_fingerprint(valid_engine)}
-        if not self.resume:
+        if not self.resume:  # an earlier search's records must not be taken for this one's
             for name in list_names(directory):
-                if name.startswith("C-") and name.endswith(".json"):
-                    delete(f"{directory}/{name}")
+                if name.startswith("C-"):
+                    (delete if name.endswith(".json") else clear)(f"{directory}/{name}")
         _check_or_write(f"{directory}/{DATA_FILE}", meta, self.resume)
         return PathCheckpoints(directory, self.interval, self.resume, fingerprint)
 

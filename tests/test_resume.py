@@ -148,6 +148,10 @@ def test_tune_resume_rejects_other_settings(data, tmp_path):
     other, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, density=0.7, seed=99)
     with pytest.raises(CheckpointMismatchError, match="train_data"):
         tune(other, folds=2, C_grid=GRID[:2], solver="tron", checkpoint_dir=directory, resume=True)
+    # a search without --resume replaces what the directory held; resuming it reuses only its own records
+    fresh = tune(data, folds=2, C_grid=GRID[:2], solver="tron", seed=1, checkpoint_dir=directory)
+    again = tune(data, folds=2, C_grid=GRID[:2], solver="tron", seed=1, checkpoint_dir=directory, resume=True)
+    np.testing.assert_equal(_rows(again), _rows(fresh))
 
 
 # -- the command line, in a process of its own ----------------------------------------------------
