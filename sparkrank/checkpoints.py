@@ -1,21 +1,24 @@
 """Solver checkpoints during a fit, and resuming from the newest one (CLI, jobs, pyspark.ml).
 
 A checkpoint is one JSON file ``<dir>/iter-NNNNNNNN`` written atomically (temporary name,
-then rename), so a reader never sees half of one.  It holds the iteration, the solver's
-current weights (in the solver's space: standardized when standardization is on), the
-solver's own state when the solver can continue exactly (TRON: the trust-region radius, see
-:data:`RESUMABLE`), the fit's settings and a fingerprint of the training data.  A resumed
-fit checks settings, data and ``n_features`` first and refuses with a clear error when they
-differ; then TRON continues bit for bit where the undisturbed run would have been.
+then rename), so a reader never sees half of one, plus ``iter-NNNNNNNN.npz`` (written first)
+when the solver's state has arrays.  It holds the iteration, the solver's current weights (in
+the solver's space: standardized when standardization is on), the solver's own state
+(:data:`~sparkrank.solvers.result.STATE_KEY` of its callback record: TRON's trust-region
+radius; BMRM's cutting planes, Gram matrix and best point; NCG's gradient, direction and step
+memory), the fit's settings and a fingerprint of the training data.  A resumed fit checks
+settings, data and ``n_features`` first and refuses with a clear error when they differ; then
+the solver continues bit for bit where the undisturbed run would have been.
 
 Only the newest :data:`KEEP` checkpoints stay.  Directories are local paths or any Hadoop
-URI (``hdfs://``, ``s3a://``, ``file://``): the four I/O functions at the end are the only
+URI (``hdfs://``, ``s3a://``, ``file://``): the storage functions at the end are the only
 place that touches storage.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -33,6 +36,9 @@ log = logging.getLogger("sparkrank.checkpoints")
 KEEP = 2
 PREFIX = "iter-"
 _ARRAY = "__float64_array__"
+#: The solver state's arrays (BMRM's planes: iterations × features) go to ``<checkpoint>.npz``
+#: beside the JSON (written first, so a JSON never names a missing sidecar).
+SIDECAR = ".npz"
 
 
 class CheckpointMismatchError(ValueError):
@@ -73,8 +79,12 @@ def latest(directory: str) -> dict[str, Any] | None:
     try:
         record = json.loads(read_text(path))
         record["weights"] = np.asarray(record["weights"], dtype=np.float64)
-        record["solver_state"] = decode_state(record.get("solver_state"))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        arrays = None
+        if record.get("arrays"):
+            with np.load(io.BytesIO(read_bytes(path + SIDECAR)), allow_pickle=False) as npz:
+                arrays = [npz[f"a{i}"] for i in range(len(npz.files))]
+        record["solver_state"] = decode_state(record.get("solver_state"), arrays)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"checkpoint {path} is not a sparkrank checkpoint: {exc}") from None
     record["path"] = path
     return record
@@ -106,23 +116,34 @@ class CheckpointWriter:
             # outrank this fit's by iteration number: the directory holds one fit at a time
             for old in _iterations(self.directory):
                 if old >= iteration:
-                    delete(checkpoint_path(self.directory, old))
+                    _delete_checkpoint(self.directory, old)
         path = checkpoint_path(self.directory, iteration)
-        text = json.dumps({**self.meta, "iteration": int(iteration),
-                           "solver_state": encode_state(record.get(STATE_KEY) or {}),
+        arrays: list[np.ndarray] = []
+        state = encode_state(record.get(STATE_KEY) or {}, arrays)
+        if arrays:
+            buffer = io.BytesIO()
+            np.savez(buffer, **{f"a{i}": a for i, a in enumerate(arrays)})
+            write_bytes_atomic(path + SIDECAR, buffer.getvalue())
+        text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": state, "arrays": len(arrays),
                            "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
                            "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
         write_text_atomic(path, text)
         self.written.append(path)
         log.info("checkpoint of iteration %d written to %s", iteration, path)
         for old in _iterations(self.directory)[:-KEEP]:
-            delete(checkpoint_path(self.directory, old))
+            _delete_checkpoint(self.directory, old)
+
+
+def _delete_checkpoint(directory: str, iteration: int) -> None:
+    path = checkpoint_path(directory, iteration)
+    delete(path)  # the JSON first: a sidecar without its JSON is never read
+    delete(path + SIDECAR)
 
 
 def clear(directory: str) -> None:
     """Delete every checkpoint in ``directory`` (a finished fit's; the directory may be missing)."""
     for it in _iterations(directory):
-        delete(checkpoint_path(directory, it))
+        _delete_checkpoint(directory, it)
 
 
 def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
@@ -189,25 +210,27 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
     return Resumption(w0, None, writer)
 
 
-def encode_state(state):
-    """A solver state (nested dicts, lists, numbers, float64 arrays) as JSON-ready values."""
+def encode_state(state, arrays: list[np.ndarray]):
+    """A solver state (nested dicts, lists, numbers, arrays) as JSON-ready values; each array is
+    appended to ``arrays`` (stored in the ``.npz`` sidecar, bit for bit) and replaced by its number."""
     if isinstance(state, np.ndarray):
-        return {_ARRAY: [float(v) for v in state.ravel()], "shape": list(state.shape)}
+        arrays.append(np.asarray(state, dtype=np.float64))
+        return {_ARRAY: len(arrays) - 1}
     if isinstance(state, dict):
-        return {k: encode_state(v) for k, v in state.items()}
+        return {k: encode_state(v, arrays) for k, v in state.items()}
     if isinstance(state, (list, tuple)):
-        return [encode_state(v) for v in state]
+        return [encode_state(v, arrays) for v in state]
     return _plain_value(state)
 
 
-def decode_state(state):
-    """The inverse of :func:`encode_state` (arrays come back as float64 arrays, bit for bit)."""
+def decode_state(state, arrays: list[np.ndarray] | None):
+    """The inverse of :func:`encode_state`."""
     if isinstance(state, dict):
         if _ARRAY in state:
-            return np.asarray(state[_ARRAY], dtype=np.float64).reshape(state["shape"])
-        return {k: decode_state(v) for k, v in state.items()}
+            return arrays[state[_ARRAY]]
+        return {k: decode_state(v, arrays) for k, v in state.items()}
     if isinstance(state, list):
-        return [decode_state(v) for v in state]
+        return [decode_state(v, arrays) for v in state]
     return state
 
 
@@ -237,11 +260,15 @@ def _hadoop(uri: str):
 
 
 def write_text_atomic(uri: str, text: str) -> None:
+    write_bytes_atomic(uri, text.encode("utf-8"))
+
+
+def write_bytes_atomic(uri: str, data: bytes) -> None:
     tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
     if _is_local(uri):
         os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
-        with open(tmp, "w") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, uri)
@@ -250,7 +277,7 @@ def write_text_atomic(uri: str, text: str) -> None:
     tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
     out = fs.create(tmp_path, True)
     try:
-        out.write(bytearray(text.encode("utf-8")))
+        out.write(bytearray(data))
     finally:
         out.close()
     if fs.exists(path):
@@ -260,13 +287,17 @@ def write_text_atomic(uri: str, text: str) -> None:
 
 
 def read_text(uri: str) -> str:
+    return read_bytes(uri).decode("utf-8")
+
+
+def read_bytes(uri: str) -> bytes:
     if _is_local(uri):
-        with open(uri) as f:
+        with open(uri, "rb") as f:
             return f.read()
     fs, path, jvm = _hadoop(uri)
     stream = fs.open(path)
     try:
-        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
     finally:
         stream.close()
 

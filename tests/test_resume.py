@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,8 @@ def test_resumed_fit_equals_undisturbed_bitwise(data, solver, tmp_path):
     directory = str(tmp_path / "ck")
     with pytest.raises(Killed):
         _fit(engine, solver, directory, resume=False, kill_after=2)
+    sidecars = [] if solver == "tron" else ["iter-00000001.npz", "iter-00000002.npz"]  # TRON's state is 3 numbers
+    assert sorted(os.listdir(directory)) == sorted(["iter-00000001", "iter-00000002", *sidecars])
     resumed = _fit(engine, solver, directory, resume=True)
     assert resumed.summary["history"][0]["iter"] == 3, "the resumed fit did not start after the checkpoint"
     np.testing.assert_array_equal(resumed.weights, undisturbed.weights)
@@ -217,7 +220,7 @@ def test_resume_on_spark_is_bitwise_equal_to_local(spark, data, parquet, solver,
     from sparkrank.engines.spark import SparkEngine
 
     local = train(LocalEngine(data), solver=solver, **SETTINGS[solver])
-    directory = str(tmp_path / "ck")
+    directory = f"file://{tmp_path}/ck"  # through Hadoop's FileSystem
     with SparkEngine(spark.read.parquet(parquet), placement="executor", num_partitions=3) as engine:
         with pytest.raises(Killed):
             _fit(engine, solver, directory, resume=False, kill_after=2)
