@@ -542,7 +542,7 @@ def tune(
             # the mean fold solution is a close start: every fold saw most of the data
             w_sum = fold_sum.get(grid.index(best.C))
             w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
-            if checkpoints is None:
+            if checkpoints is None or not spec.warm_start:
                 model = train(tr, C=best.C, w0=w0, **common)
             else:
                 start = checkpoints.refit(tr, _fit_settings(best.C, common), w0)
@@ -582,7 +582,8 @@ def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metr
         done = checkpoints.finished(j, C) if checkpoints is not None else None
         if done is not None:
             model, metrics = done
-        elif checkpoints is None:
+        elif checkpoints is None or not solver_spec(common["solver"]).warm_start:
+            # a solver that cannot start from given weights (TopPush) redoes an interrupted C
             model = train(tr, C=C, w0=w0, **common)
         else:
             start = checkpoints.begin(j, tr, _fit_settings(C, common), w0)
