@@ -11,7 +11,9 @@ be any Hadoop URI, Hive-partitioned directories, globs, with `--where` filters (
 --input and --valid); `--engine spark` is implied and the master, memory and partitions come
 from spark-submit as usual.  With `--folds K` each fold is the
 rows whose `pmod(xxhash64(qid, seed), K)` equals the fold number, so folds hold whole
-query groups and are never collected to the driver.
+query groups and are never collected to the driver.  With `--checkpoint-dir URI` a killed
+job rerun with `--resume` reuses the finished Cs and resumes the interrupted one (same table
+and best model).
 """
 
 import sys

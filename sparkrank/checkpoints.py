@@ -1,21 +1,24 @@
 """Solver checkpoints during a fit, and resuming from the newest one (CLI, jobs, pyspark.ml).
 
 A checkpoint is one JSON file ``<dir>/iter-NNNNNNNN`` written atomically (temporary name,
-then rename), so a reader never sees half of one.  It holds the iteration, the solver's
-current weights (in the solver's space: standardized when standardization is on), the
-solver's own state when the solver can continue exactly (TRON: the trust-region radius, see
-:data:`RESUMABLE`), the fit's settings and a fingerprint of the training data.  A resumed
-fit checks settings, data and ``n_features`` first and refuses with a clear error when they
-differ; then TRON continues bit for bit where the undisturbed run would have been.
+then rename), so a reader never sees half of one, plus ``iter-NNNNNNNN.npz`` (written first)
+when the solver's state has arrays.  It holds the iteration, the solver's current weights (in
+the solver's space: standardized when standardization is on), the solver's own state
+(:data:`~sparkrank.solvers.result.STATE_KEY` of its callback record: TRON's trust-region
+radius; BMRM's cutting planes, Gram matrix and best point; NCG's gradient, direction and step
+memory), the fit's settings and a fingerprint of the training data.  A resumed fit checks
+settings, data and ``n_features`` first and refuses with a clear error when they differ; then
+the solver continues bit for bit where the undisturbed run would have been.
 
 Only the newest :data:`KEEP` checkpoints stay.  Directories are local paths or any Hadoop
-URI (``hdfs://``, ``s3a://``, ``file://``): the four I/O functions at the end are the only
+URI (``hdfs://``, ``s3a://``, ``file://``): the storage functions at the end are the only
 place that touches storage.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -25,14 +28,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .solvers.result import STATE_KEY  # solvers without it (TopPush) resume as a warm start from w
+
 log = logging.getLogger("sparkrank.checkpoints")
 
 #: How many checkpoints a fit keeps (older ones are deleted after each write).
 KEEP = 2
 PREFIX = "iter-"
-#: Solvers whose state beyond ``w`` fits in the checkpoint record, so resuming is exact:
-#: solver -> the record keys handed back to it.  Others resume as a warm start from ``w``.
-RESUMABLE: dict[str, tuple[str, ...]] = {"tron": ("iter", "trial", "delta")}
+_ARRAY = "__float64_array__"
+#: The solver state's arrays (BMRM's planes: iterations × features) go to ``<checkpoint>.npz``
+#: beside the JSON (written first, so a JSON never names a missing sidecar).
+SIDECAR = ".npz"
 
 
 class CheckpointMismatchError(ValueError):
@@ -60,7 +66,7 @@ def checkpoint_path(directory: str, iteration: int) -> str:
 
 
 def _iterations(directory: str) -> list[int]:
-    names = _list_names(directory)
+    names = list_names(directory)
     return sorted(int(n[len(PREFIX):]) for n in names if n.startswith(PREFIX) and n[len(PREFIX):].isdigit())
 
 
@@ -71,9 +77,14 @@ def latest(directory: str) -> dict[str, Any] | None:
         return None
     path = checkpoint_path(directory, found[-1])
     try:
-        record = json.loads(_read_text(path))
+        record = json.loads(read_text(path))
         record["weights"] = np.asarray(record["weights"], dtype=np.float64)
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        arrays = None
+        if record.get("arrays"):
+            with np.load(io.BytesIO(read_bytes(path + SIDECAR)), allow_pickle=False) as npz:
+                arrays = [npz[f"a{i}"] for i in range(len(npz.files))]
+        record["solver_state"] = decode_state(record.get("solver_state"), arrays)
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"checkpoint {path} is not a sparkrank checkpoint: {exc}") from None
     record["path"] = path
     return record
@@ -89,15 +100,12 @@ class CheckpointWriter:
     interval : int
     meta : dict
         Facts stored beside the weights (settings, data fingerprint).
-    solver_keys : tuple of str
-        Keys of the solver's iteration record to store as its resumable state.
     """
 
-    def __init__(self, directory: str, interval: int, meta: dict[str, Any], solver_keys: tuple[str, ...] = ()):
+    def __init__(self, directory: str, interval: int, meta: dict[str, Any]):
         if interval < 1:
             raise ValueError(f"checkpoint interval must be positive; got {interval}")
         self.directory, self.interval, self.meta = directory.rstrip("/"), interval, dict(meta)
-        self.solver_keys = solver_keys
         self.written: list[str] = []
 
     def __call__(self, iteration: int, w: np.ndarray, record: dict[str, Any]) -> None:
@@ -108,17 +116,34 @@ class CheckpointWriter:
             # outrank this fit's by iteration number: the directory holds one fit at a time
             for old in _iterations(self.directory):
                 if old >= iteration:
-                    _delete(checkpoint_path(self.directory, old))
+                    _delete_checkpoint(self.directory, old)
         path = checkpoint_path(self.directory, iteration)
-        solver_state = {k: _plain_value(record[k]) for k in self.solver_keys if k in record}
-        text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": solver_state,
+        arrays: list[np.ndarray] = []
+        state = encode_state(record.get(STATE_KEY) or {}, arrays)
+        if arrays:
+            buffer = io.BytesIO()
+            np.savez(buffer, **{f"a{i}": a for i, a in enumerate(arrays)})
+            write_bytes_atomic(path + SIDECAR, buffer.getvalue())
+        text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": state, "arrays": len(arrays),
                            "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
                            "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
-        _write_text_atomic(path, text)
+        write_text_atomic(path, text)
         self.written.append(path)
         log.info("checkpoint of iteration %d written to %s", iteration, path)
         for old in _iterations(self.directory)[:-KEEP]:
-            _delete(checkpoint_path(self.directory, old))
+            _delete_checkpoint(self.directory, old)
+
+
+def _delete_checkpoint(directory: str, iteration: int) -> None:
+    path = checkpoint_path(directory, iteration)
+    delete(path)  # the JSON first: a sidecar without its JSON is never read
+    delete(path + SIDECAR)
+
+
+def clear(directory: str) -> None:
+    """Delete every checkpoint in ``directory`` (a finished fit's; the directory may be missing)."""
+    for it in _iterations(directory):
+        _delete_checkpoint(directory, it)
 
 
 def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
@@ -142,7 +167,7 @@ class Resumption:
 
 
 def begin(directory: str | None, *, interval: int, resume: bool, engine, settings: dict[str, Any],
-          w0: np.ndarray | None = None) -> Resumption:
+          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None) -> Resumption:
     """Set up checkpoints for one fit, resuming from the newest one when asked.
 
     Parameters
@@ -160,14 +185,15 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         Everything that must match to resume: solver, C, tol, counting, options, standardization.
     w0 : ndarray, optional
         The start when there is nothing to resume.
+    fingerprint : dict, optional
+        :func:`data_fingerprint` of ``engine`` when the caller has it (saves a statistics pass).
     """
     if directory is None:
         if resume:
             raise ValueError("--resume needs --checkpoint-dir")
         return Resumption(w0, None, None)
-    meta = {**settings, "data": data_fingerprint(engine), "n_features": engine.summary.n_features}
-    solver_keys = RESUMABLE.get(settings.get("solver"), ())
-    writer = CheckpointWriter(directory, interval, meta, solver_keys)
+    meta = {**settings, "data": fingerprint or data_fingerprint(engine), "n_features": engine.summary.n_features}
+    writer = CheckpointWriter(directory, interval, meta)
     if resume:
         found = latest(directory)
         if found is None:
@@ -184,6 +210,30 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
     return Resumption(w0, None, writer)
 
 
+def encode_state(state, arrays: list[np.ndarray]):
+    """A solver state (nested dicts, lists, numbers, arrays) as JSON-ready values; each array is
+    appended to ``arrays`` (stored in the ``.npz`` sidecar, bit for bit) and replaced by its number."""
+    if isinstance(state, np.ndarray):
+        arrays.append(np.asarray(state, dtype=np.float64))
+        return {_ARRAY: len(arrays) - 1}
+    if isinstance(state, dict):
+        return {k: encode_state(v, arrays) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return [encode_state(v, arrays) for v in state]
+    return _plain_value(state)
+
+
+def decode_state(state, arrays: list[np.ndarray] | None):
+    """The inverse of :func:`encode_state`."""
+    if isinstance(state, dict):
+        if _ARRAY in state:
+            return arrays[state[_ARRAY]]
+        return {k: decode_state(v, arrays) for k, v in state.items()}
+    if isinstance(state, list):
+        return [decode_state(v, arrays) for v in state]
+    return state
+
+
 def _is_plain(v) -> bool:
     return isinstance(v, (int, float, str, bool, np.floating, np.integer)) or v is None
 
@@ -192,7 +242,7 @@ def _plain_value(v):
     return v.item() if isinstance(v, (np.floating, np.integer)) else v
 
 
-# -- storage: the only functions that touch the file system ------------------------------------
+# -- storage: the only functions that touch the file system (also for sparkrank.tune_checkpoints) ------------------------------------
 def _is_local(uri: str) -> bool:
     return "://" not in uri
 
@@ -209,12 +259,16 @@ def _hadoop(uri: str):
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
 
 
-def _write_text_atomic(uri: str, text: str) -> None:
+def write_text_atomic(uri: str, text: str) -> None:
+    write_bytes_atomic(uri, text.encode("utf-8"))
+
+
+def write_bytes_atomic(uri: str, data: bytes) -> None:
     tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
     if _is_local(uri):
         os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
-        with open(tmp, "w") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, uri)
@@ -223,7 +277,7 @@ def _write_text_atomic(uri: str, text: str) -> None:
     tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
     out = fs.create(tmp_path, True)
     try:
-        out.write(bytearray(text.encode("utf-8")))
+        out.write(bytearray(data))
     finally:
         out.close()
     if fs.exists(path):
@@ -232,19 +286,23 @@ def _write_text_atomic(uri: str, text: str) -> None:
         raise OSError(f"could not rename {tmp} to {uri}")
 
 
-def _read_text(uri: str) -> str:
+def read_text(uri: str) -> str:
+    return read_bytes(uri).decode("utf-8")
+
+
+def read_bytes(uri: str) -> bytes:
     if _is_local(uri):
-        with open(uri) as f:
+        with open(uri, "rb") as f:
             return f.read()
     fs, path, jvm = _hadoop(uri)
     stream = fs.open(path)
     try:
-        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
     finally:
         stream.close()
 
 
-def _list_names(directory: str) -> list[str]:
+def list_names(directory: str) -> list[str]:
     if _is_local(directory):
         try:
             return os.listdir(directory)
@@ -256,7 +314,7 @@ def _list_names(directory: str) -> list[str]:
     return [s.getPath().getName() for s in fs.listStatus(path)]
 
 
-def _delete(uri: str) -> None:
+def delete(uri: str) -> None:
     if _is_local(uri):
         try:
             os.remove(uri)

@@ -198,13 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
     p.add_argument("--init-model", metavar="MODEL", help="warm start from this model's weights")
     p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
-    p.add_argument("--checkpoint-dir", metavar="URI",
-                   help="write the solver's state here during the fit (local path or Hadoop URI)")
-    p.add_argument("--checkpoint-interval", type=int, default=1, metavar="K",
-                   help="checkpoint every K iterations (default 1)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoint in --checkpoint-dir (same data and settings; "
-                        "TRON continues bit for bit)")
+    _add_checkpoint_options(p, "the solver's state during the fit",
+                            "from the newest checkpoint in --checkpoint-dir (same data and settings; TRON, BMRM "
+                            "and NCG continue bit for bit, TopPush from its weights)")
     p.add_argument("--standardization", choices=("none", "minmax", "standard"), default="none",
                    help="scale features before training (stored in the model, applied at predict); an exact "
                         "reparametrisation for any solver (default none)")
@@ -401,6 +397,14 @@ def _check_report_dir(directory: str, spark) -> None:
         filesystem(directory, spark).probe_writable(directory)
     except OSError as exc:
         raise OSError(f"cannot write the report to {directory}: {exc}") from None
+
+
+def _add_checkpoint_options(p, what: str, resume_help: str) -> None:
+    """``--checkpoint-dir/--checkpoint-interval/--resume`` (train and tune)."""
+    p.add_argument("--checkpoint-dir", metavar="URI", help=f"write {what} here (local path or Hadoop URI)")
+    p.add_argument("--checkpoint-interval", type=int, default=1, metavar="K",
+                   help="checkpoint every K solver iterations (default 1)")
+    p.add_argument("--resume", action="store_true", help=f"continue {resume_help}")
 
 
 def _checkpoints(args, engine, w0):
@@ -656,6 +660,9 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--output-json", metavar="URI", help="write the per-C table and the best C as JSON")
     p.add_argument("--report", metavar="DIR", help="write PNGs to DIR: metric vs C, the best model's "
                                                    "convergence and (local engine) scores by label")
+    _add_checkpoint_options(p, "every finished C (per fold) and the solver's state of the C in progress",
+                            "the search recorded in --checkpoint-dir (same grid, settings and data): the same "
+                            "table and best model as an undisturbed search")
     _add_solver_options(p)
     _add_engine(p)
     _add_common(p)
@@ -696,7 +703,8 @@ def _cmd_tune(args) -> int:
         _check_report_dir(args.report, inputs.spark)
     opts = dict(C_grid=_c_grid(args), folds=args.folds, solver=args.solver, metric=args.metric, tol=args.tol,
                 counting=args.counting, max_iter=args.max_iter, cold_start=args.cold_start, seed=args.seed,
-                discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=_solver_options(args))
+                discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=_solver_options(args),
+                checkpoint_dir=args.checkpoint_dir, checkpoint_interval=args.checkpoint_interval, resume=args.resume)
     train_source = inputs.source()
     valid_source = inputs.source([args.valid]) if args.valid else None
     train_data = valid_data = None

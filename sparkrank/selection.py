@@ -401,6 +401,9 @@ def tune(
     discount: str = DEFAULT_NDCG_DISCOUNT,
     zero_idcg: str = DEFAULT_ZERO_IDCG,
     train_options: dict | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_interval: int = 1,
+    resume: bool = False,
 ) -> TuneResult:
     """Pick ``C`` by validation-set or group-wise k-fold scores, warm-starting along the grid.
 
@@ -434,6 +437,15 @@ def tune(
         NDCG conventions (:mod:`sparkrank.conventions`).
     train_options : dict, optional
         Further keyword options of :func:`~sparkrank.training.train`, the same for every ``C``.
+    checkpoint_dir : str, optional
+        Record every finished ``C`` (per fold) and checkpoint the fit in progress every
+        ``checkpoint_interval`` solver iterations (see :mod:`sparkrank.tune_checkpoints`).
+    checkpoint_interval : int
+    resume : bool
+        Continue the search recorded in ``checkpoint_dir`` (same settings and data, else a
+        :class:`~sparkrank.checkpoints.CheckpointMismatchError`): finished Cs are reused, the
+        interrupted one resumes, and the table and best model equal an undisturbed search's
+        (weights bit for bit with TRON, BMRM and NCG; seconds are the recorded ones).
 
     Returns
     -------
@@ -455,6 +467,17 @@ def tune(
     kernel = MetricsKernel(ks, discount, zero_idcg, counting)
     common = dict(train_options or {}, solver=solver, tol=tol, counting=counting, max_iter=max_iter,
                   solver_options=solver_options)
+    checkpoints = None
+    if checkpoint_dir is not None:
+        from .tune_checkpoints import TuneCheckpoints
+
+        settings = dict(grid=grid, solver=solver, metric=metric, valid=valid is not None, folds=folds, seed=seed,
+                        tol=tol, counting=counting, max_iter=max_iter, solver_options=solver_options or {},
+                        cold_start=cold_start, refit=refit, discount=discount, zero_idcg=zero_idcg,
+                        train_options=train_options or {})
+        checkpoints = TuneCheckpoints(checkpoint_dir, checkpoint_interval, resume, settings)
+    elif resume:
+        raise ValueError("--resume needs --checkpoint-dir")
     t0 = time.perf_counter()
     log.info("tuning %s over %d values of C (%g .. %g) by %s, %s%s", solver, len(grid), grid[0], grid[-1],
              metric, "a validation set" if valid is not None else f"group-wise {folds}-fold",
@@ -479,7 +502,8 @@ def tune(
     # each); weights are padded or cut to the held-out width, unseen features score 0
     if valid is not None:
         with _Opened(train_data) as tr, _Opened(_as_source(valid)) as va:
-            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink)]
+            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
+                           checkpoints and checkpoints.path(0, tr, va))]
             held_out = [_sizes(va)]
         mode, k = "validation", 1
     else:
@@ -495,7 +519,8 @@ def tune(
         paths, held_out = [], []
         for i, (tr_src, va_src) in enumerate(splits):
             with _Opened(tr_src) as tr, _Opened(va_src) as va:
-                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink))
+                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink,
+                                   checkpoints and checkpoints.path(i, tr, va)))
                 held_out.append(_sizes(va))
         mode = "kfold"
 
@@ -517,7 +542,12 @@ def tune(
             # the mean fold solution is a close start: every fold saw most of the data
             w_sum = fold_sum.get(grid.index(best.C))
             w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
-            model = train(tr, C=best.C, w0=w0, **common)
+            if checkpoints is None or not spec.warm_start:
+                model = train(tr, C=best.C, w0=w0, **common)
+            else:
+                start = checkpoints.refit(tr, _fit_settings(best.C, common), w0)
+                model = train(tr, C=best.C, w0=start.w0, callback=start.callback, resume=start.solver_state,
+                              **common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
                         time.perf_counter() - t0, seed, held_out)
     log.info("best C=%g (log2 %.2f): validation %s %.5f; %d solver iterations in all, %.1fs",
@@ -536,20 +566,34 @@ def _sizes(engine: Engine) -> dict[str, int]:
 
 
 def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metric: str, cold_start: bool,
-          common: dict, label: str, sink) -> list[dict]:
+          common: dict, label: str, sink, checkpoints=None) -> list[dict]:
     """Train along the ascending grid on ``tr`` (warm starts unless ``cold_start``), score on ``va``.
 
     Returns the summary and metrics per ``C``; each model goes to ``sink(j, model, metrics)``
-    only, so a long grid over many features never holds all the weight vectors.
+    only, so a long grid over many features never holds all the weight vectors.  With
+    ``checkpoints`` (a :class:`~sparkrank.tune_checkpoints.PathCheckpoints`) each finished C
+    is recorded, and a recorded one is reused instead of trained.
     """
     out = []
     w = None
     n = len(grid)
     for j, C in enumerate(grid):
-        model = train(tr, C=C, w0=None if cold_start else w, **common)
+        w0 = None if cold_start else w
+        done = checkpoints.finished(j, C) if checkpoints is not None else None
+        if done is not None:
+            model, metrics = done
+        elif checkpoints is None or not solver_spec(common["solver"]).warm_start:
+            # a solver that cannot start from given weights (TopPush) redoes an interrupted C
+            model = train(tr, C=C, w0=w0, **common)
+        else:
+            start = checkpoints.begin(j, tr, _fit_settings(C, common), w0)
+            model = train(tr, C=C, w0=start.w0, callback=start.callback, resume=start.solver_state, **common)
         w = model.weights
-        # a standardized model's raw weights rank every query the same way
-        metrics = kernel.finish(va.run(model_weights_for(model, va.summary.n_features), kernel).stats)
+        if done is None:
+            # a standardized model's raw weights rank every query the same way
+            metrics = kernel.finish(va.run(model_weights_for(model, va.summary.n_features), kernel).stats)
+            if checkpoints is not None:
+                checkpoints.record(j, model, metrics)
         s = model.summary
         log.info("%sC %d/%d = %g (log2 %.2f): %d iterations, %.2fs, objective %.6e, validation %s %.5f",
                  label, j + 1, n, C, math.log2(C), s["iterations"], s["seconds"], s["objective"], metric,
@@ -557,6 +601,12 @@ def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metr
         sink(j, model, metrics)
         out.append({"summary": model.summary, "metrics": metrics})
     return out
+
+
+def _fit_settings(C: float, common: dict) -> dict[str, Any]:
+    """What one fit's train checkpoints must match (as ``sparkrank train --checkpoint-dir``)."""
+    return {"solver": common["solver"], "C": C, "tol": common["tol"], "counting": common["counting"],
+            "options": common.get("solver_options") or {}, "standardization": common.get("standardization", "none")}
 
 
 def _combine(C: float, parts: list[dict], metric: str) -> TuneRow:

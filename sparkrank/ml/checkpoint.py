@@ -2,8 +2,8 @@
 ``spark`` argument pyspark.ml code passes (Hadoop URIs go through that session's JVM).
 
 A resumed ``LinearRanker`` fit is a warm start from the newest checkpoint's weights; the
-command line (``sparkrank train --checkpoint-dir ... --resume``) also restores TRON's own
-state and continues bit for bit.
+command line (``sparkrank train --checkpoint-dir ... --resume``) also restores the solver's
+own state and continues bit for bit (TRON, BMRM, NCG).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from ..objectives.base import RegularizedRisk
-from .result import IterationCallback, SolverResult, engine_progress_text
+from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
 from .safeguards import NonFiniteError, require_finite_start, start_point
 
 log = logging.getLogger("sparkrank.bmrm")
@@ -61,6 +61,7 @@ def bmrm(
     tol: float = 1e-3,
     max_iter: int = 5000,
     callback: IterationCallback | None = None,
+    resume: dict | None = None,
 ) -> SolverResult:
     """Minimise ``λ‖w‖² + R(w)`` by BMRM.
 
@@ -75,22 +76,34 @@ def bmrm(
     max_iter : int
         Cap on cutting planes (each one engine pass and one QP).
     callback : callable, optional
-        ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress).
+        ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress);
+        ``record[STATE_KEY]`` is the state ``resume`` takes.
+    resume : dict, optional
+        The state of an earlier run's iteration (its planes ``a_i``, offsets ``b_i``, Gram
+        matrix, ``w_t`` with its risk and subgradient, ``w_b`` and ``J(w_b)``): continue
+        exactly as that run did (``w0`` is then ignored).
     """
     t0 = time.perf_counter()
     lam = objective.lam
-    w = start_point(w0, objective.n_features)
-    planes: list[np.ndarray] = []
-    offsets: list[float] = []
-    gram = np.zeros((0, 0))
-    risk = objective.risk(w)
-    a = objective.risk_subgradient(w)
-    require_finite_start(risk, a)
-    w_best, j_best = w, lam * float(w @ w) + risk
     history: list[dict] = []
     converged = False
     message = f"reached max_iter={max_iter}"
-    for t in range(1, max_iter + 1):
+    if resume is None:
+        w = start_point(w0, objective.n_features)
+        planes: list[np.ndarray] = []
+        offsets: list[float] = []
+        gram = np.zeros((0, 0))
+        risk = objective.risk(w)
+        a = objective.risk_subgradient(w)
+        require_finite_start(risk, a)
+        w_best, j_best = w, lam * float(w @ w) + risk
+        done, gap = 0, float("nan")
+    else:
+        planes, offsets = list(resume["planes"]), [float(o) for o in resume["offsets"]]
+        gram, w, risk, a = resume["gram"], resume["w"], float(resume["risk"]), resume["subgradient"]
+        w_best, j_best = resume["w_best"], float(resume["j_best"])
+        done, gap = int(resume["iter"]), float(resume["gap"])
+    for t in range(done + 1, max_iter + 1):
         # airola2011 Algorithm 1, lines 5-7: the cutting plane at w_{t-1}
         planes.append(a)
         offsets.append(risk - float(w @ a))
@@ -116,7 +129,9 @@ def bmrm(
         }
         history.append(record)
         if callback is not None:
-            callback(record["iter"], w_best, record)
+            state = {"iter": t, "gap": gap, "planes": list(planes), "offsets": list(offsets), "gram": gram,
+                     "w": w, "risk": risk, "subgradient": a, "w_best": w_best, "j_best": j_best}
+            callback(record["iter"], w_best, {**record, STATE_KEY: state})
         log.info(
             "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s%s  %.2fs",
             t, j_best, lower, gap, record.get("support_pairs", "-"), engine_progress_text(record), record["seconds"],
@@ -125,6 +140,6 @@ def bmrm(
             converged = True
             message = "gap below tolerance"
             break
-    gap = history[-1]["gap"] if history else float("nan")
-    return SolverResult(w_best, j_best, len(history), converged, history, time.perf_counter() - t0, message,
+    gap = history[-1]["gap"] if history else gap
+    return SolverResult(w_best, j_best, done + len(history), converged, history, time.perf_counter() - t0, message,
                         "gap", gap)

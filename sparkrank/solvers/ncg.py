@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import IterationCallback, SolverResult, engine_progress_text
+from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
 from .safeguards import NonFiniteError, require_finite_start, stable_norm, start_point, zero_gradient_message
 
 log = logging.getLogger("sparkrank.ncg")
@@ -112,6 +112,7 @@ def ncg(
     eta: float = LINE_SEARCH_ETA,
     max_line_search: int = MAX_LINE_SEARCH,
     precondition: bool = True,
+    resume: dict | None = None,
 ) -> SolverResult:
     """Minimise a smooth convex objective by (preconditioned) Polak–Ribière (PR+) nonlinear CG.
 
@@ -138,6 +139,11 @@ def ncg(
     precondition : bool
         Use the objective's Hessian-diagonal estimate as a fixed preconditioner and as the
         stopping rule's metric (default); False gives plain PR+ with the Euclidean rule.
+    resume : dict, optional
+        ``record[STATE_KEY]`` of an earlier run's iteration (``w``, gradient, direction,
+        ``f``, ``‖∇f(0)‖``, the previous step and slope, the restart counter and the counts):
+        continue exactly as that run did (``w0`` is then ignored; the preconditioner, a fixed
+        function of the data, is recomputed bit for bit).
 
     Raises
     ------
@@ -148,26 +154,38 @@ def ncg(
         raise ValueError(f"eta must be in (0, 1), got {eta!r}")
     t0 = time.perf_counter()
     monitor = bool(getattr(objective, "monitor_value", True))
-    w = start_point(w0, objective.n_features)
-    g = objective.gradient(w)
-    f = objective.value(w) if monitor else math.nan
-    require_finite_start(f if monitor else None, g)
-    P = objective.hessian_diagonal(np.zeros_like(w)) if precondition else np.ones_like(w)
-    metric = P if precondition else None
-    gnorm = stable_norm(g, metric)
-    # relative to the gradient at w = 0 even from a warm start (as tron.py)
-    gnorm0 = gnorm if not np.any(w) else stable_norm(objective.gradient(np.zeros_like(w)), metric)
+    n = objective.n_features
+    n_restart = restart_every or max(1, n)
+
+    def preconditioner() -> np.ndarray:  # a fixed function of the data: recomputed bit for bit on resume
+        return objective.hessian_diagonal(np.zeros(n)) if precondition else np.ones(n)
+
+    if resume is None:
+        w = start_point(w0, n)
+        g = objective.gradient(w)
+        f = objective.value(w) if monitor else math.nan
+        require_finite_start(f if monitor else None, g)
+        P = preconditioner()
+        metric = P if precondition else None
+        gnorm = stable_norm(g, metric)
+        # relative to the gradient at w = 0 even from a warm start (as tron.py)
+        gnorm0 = gnorm if not np.any(w) else stable_norm(objective.gradient(np.zeros_like(w)), metric)
+        d = -(g / P)
+        since_restart, it, trials = 0, 0, 0
+        alpha_prev = slope_prev = None
+    else:
+        w, g, d, f, gnorm0 = resume["w"], resume["g"], resume["d"], float(resume["f"]), float(resume["gnorm0"])
+        P = preconditioner()
+        metric = P if precondition else None
+        gnorm = stable_norm(g, metric)
+        since_restart, it, trials = int(resume["since_restart"]), int(resume["iter"]), int(resume["trial"])
+        alpha_prev, slope_prev = resume["alpha_prev"], resume["slope_prev"]
     if not math.isfinite(gnorm0):
         raise NonFiniteError(f"the gradient at w = 0 is not finite (norm {gnorm0!r})")
-    n_restart = restart_every or max(1, objective.n_features)
     z = g / P
-    d = -z
-    since_restart = 0
-    alpha_prev = slope_prev = None
     history: list[dict] = []
     message = zero_gradient_message() if gnorm0 == 0 else None
     converged = gnorm0 > 0 and gnorm <= tol * gnorm0
-    it = trials = 0
     while not converged and gnorm0 > 0 and trials < max_iter:
         trials += 1
         slope = float(g @ d)
@@ -213,7 +231,9 @@ def ncg(
         }
         history.append(record)
         if callback is not None:
-            callback(it, w, record)
+            state = {"iter": it, "trial": trials, "w": w, "g": g, "d": d, "f": f, "gnorm0": gnorm0,
+                     "since_restart": since_restart, "alpha_prev": alpha_prev, "slope_prev": slope_prev}
+            callback(it, w, {**record, STATE_KEY: state})
         log.info("iter %3d  f %.6e  |g|/|g0| %.3e  step %.3e  ls %2d  beta %.3f%s%s  %.2fs",
                  it, f, gnorm / gnorm0, alpha, ls.evals, beta, "  restart" if restarted else "",
                  engine_progress_text(record), record["seconds"])

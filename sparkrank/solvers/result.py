@@ -7,6 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+#: The key of the record a solver hands its callback that holds everything the solver needs to
+#: continue exactly from that iteration (its ``resume=`` argument; see :mod:`sparkrank.checkpoints`).
+#: Only the callback sees it: the history keeps plain facts.
+STATE_KEY = "resume_state"
+
 
 @dataclass
 class SolverResult:

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import IterationCallback, SolverResult, engine_progress_text
+from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
 from .safeguards import NonFiniteError, require_finite_start, stable_norm, start_point, zero_gradient_message
 
 log = logging.getLogger("sparkrank.tron")
@@ -197,7 +197,7 @@ def tron(
         }
         history.append(record)
         if callback is not None and accepted:  # a rejected step leaves w (and the iteration) as they were
-            callback(record["iter"], w, record)
+            callback(record["iter"], w, {**record, STATE_KEY: {k: record[k] for k in ("iter", "trial", "delta")}})
         log.info(
             "iter %3d  f %.6e  |g|/|g0| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s%s%s  %.2fs",
             it, f, gnorm / gnorm0, actred, prered, delta, cg_iter, record.get("support_pairs", "-"),
