@@ -61,7 +61,8 @@ from .evaluation.evaluate import fit_length, model_weights_for
 from .evaluation.kernel import MetricsKernel
 from .kernels.counting import DEFAULT_COUNTING
 from .model import RankingModel, _json_default
-from .training import solver_spec, train
+from .solvers.registry import solver_spec
+from .training import train
 
 log = logging.getLogger("sparkrank.tune")
 
@@ -419,7 +420,7 @@ def tune(
         LIBLINEAR-convention ``C`` values (sorted ascending here); default
         :data:`DEFAULT_C_GRID`.
     solver : str
-        Any name in :data:`sparkrank.training.SOLVERS`.
+        Any name in :data:`sparkrank.solvers.registry.SOLVERS`.
     metric : str
         ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg`` or ``ndcg@K``; higher is better.
     tol, counting, max_iter, solver_options :
@@ -452,9 +453,10 @@ def tune(
     TuneResult
     """
     spec = solver_spec(solver)  # fails early on an unknown solver
+    spec.check_options(solver_options)  # and on a bad option, before any engine pass
     # a solver whose start is fixed (TopPush's APG starts at the dual origin) declares
-    # ``warm_start=False`` on its SolverSpec; it is then trained from zero at every C
-    if not getattr(spec, "warm_start", True):
+    # ``warm_start=False`` in the registry; it is then trained from zero at every C
+    if not spec.warm_start:
         if not cold_start:
             log.info("%s cannot start from given weights: every C is trained from zero", solver)
         cold_start = True

@@ -15,7 +15,8 @@ from sparkrank.data.io import read_ranking_data
 from sparkrank.data.svmlight import write_svmlight
 from sparkrank.model import FORMAT_VERSION, RankingModel, convergence_report
 from sparkrank.standardization import KINDS
-from sparkrank.training import SOLVERS, train
+from sparkrank.solvers.registry import SOLVERS
+from sparkrank.training import train
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = Path(__file__).resolve().parents[1] / "sparkrank" / "sample"

@@ -40,9 +40,9 @@ def _fit(engine, solver, directory, resume, kill_after=None):
     settings = {"solver": solver, **SETTINGS[solver]}
     start = begin(directory, interval=1, resume=resume, engine=engine, settings=settings)
 
-    def callback(it, w, record):
-        start.callback(it, w, record)
-        if kill_after is not None and it == kill_after:
+    def callback(record):
+        start.callback(record)
+        if kill_after is not None and record.accepted and record.iteration == kill_after:
             raise Killed
 
     return train(engine, solver=solver, C=settings["C"], tol=settings["tol"], w0=start.w0,
@@ -93,10 +93,10 @@ def _kill_fit(monkeypatch, fit_number: int, after_iteration: int):
     def killing_train(*args, callback=None, **kwargs):
         fits.append(1)
         if len(fits) == fit_number:
-            def kill(it, w, record):
+            def kill(record):
                 if callback is not None:  # the checkpoint writer (none for TopPush)
-                    callback(it, w, record)
-                if it == after_iteration:
+                    callback(record)
+                if record.accepted and record.iteration == after_iteration:
                     raise Killed
             return train(*args, callback=kill, **kwargs)
         return train(*args, callback=callback, **kwargs)

@@ -26,7 +26,7 @@ from sparkrank.selection import (
     take_groups,
     tune,
 )
-from sparkrank.training import SOLVERS
+from sparkrank.solvers.registry import SOLVERS
 
 GRID = [2.0**e for e in range(-7, 2)]
 

@@ -11,6 +11,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
+from ..choices import NDCG_DISCOUNTS, ZERO_IDCG_RULES
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from .params import _choice
@@ -57,10 +58,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     groupCol: Param[str] = Param(Params._dummy(), "groupCol", "query/group id column ('' = one global ranking)",
                                  typeConverter=lambda v: "" if v is None else TypeConverters.toString(v))
     ndcgDiscount: Param[str] = Param(Params._dummy(), "ndcgDiscount", "letor (1/log2(max(2,i))) or yahoo (1/log2(i+1))",
-                                     typeConverter=_choice("ndcgDiscount", ("letor", "yahoo")))
+                                     typeConverter=_choice("ndcgDiscount", NDCG_DISCOUNTS))
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
-                                 typeConverter=_choice("zeroIdcg", ("zero", "one", "skip")))
+                                 typeConverter=_choice("zeroIdcg", ZERO_IDCG_RULES))
 
     @keyword_only
     def __init__(
