@@ -86,7 +86,7 @@ def _rows(result):
 
 def _kill_fit(monkeypatch, fit_number: int, after_iteration: int):
     """Make the ``fit_number``-th fit of the next search raise after ``after_iteration``'s checkpoint."""
-    from sparkrank import selection
+    from sparkrank.selection import driver
 
     fits = []
 
@@ -101,11 +101,11 @@ def _kill_fit(monkeypatch, fit_number: int, after_iteration: int):
             return train(*args, callback=kill, **kwargs)
         return train(*args, callback=callback, **kwargs)
 
-    monkeypatch.setattr(selection, "train", killing_train)
+    monkeypatch.setattr(driver, "train", killing_train)
 
 
 def _count_fits(monkeypatch) -> list:
-    from sparkrank import selection
+    from sparkrank.selection import driver
 
     fits: list = []
 
@@ -113,7 +113,7 @@ def _count_fits(monkeypatch) -> list:
         fits.append(kwargs["C"])
         return train(*args, **kwargs)
 
-    monkeypatch.setattr(selection, "train", counting_train)
+    monkeypatch.setattr(driver, "train", counting_train)
     return fits
 
 
