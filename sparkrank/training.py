@@ -102,7 +102,8 @@ def train(
         ``weights`` are then on the standardized features.
     resume : dict, optional
         The solver's own state from a checkpoint (:mod:`sparkrank.checkpoints`), with ``w0``
-        the checkpoint's weights: the fit continues exactly where that run was.
+        the checkpoint's weights: the fit continues exactly where that run was (a solver whose
+        registry entry has ``resumes=False`` keeps no state: it warm-starts from ``w0``).
 
     Returns
     -------
@@ -132,7 +133,8 @@ def train(
         # overflow is detected and reported (NonFiniteError), not warned about on the way
         with np.errstate(over="ignore", invalid="ignore"):
             result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                              callback=callback, **run_options, **({"resume": resume} if resume else {}))
+                              callback=callback, **run_options,
+                              **({"resume": resume} if resume and spec.resumes else {}))
     except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
         diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
         if not diagnosis:
