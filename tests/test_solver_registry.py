@@ -158,3 +158,19 @@ def test_every_solver_records_the_same_shape(data):
             assert not math.isnan(record.measure) and record.seconds >= 0
             if name != "ncg":  # RankNCG's fast gradient does not compute the objective
                 assert math.isfinite(record.objective)
+
+
+def test_summary_objective_history_reads_records(data):
+    from sparkrank.ml.model import LinearRankerSummary
+
+    toppush = train(data, solver="toppush", C=0.5, max_iter=20)
+    summary = LinearRankerSummary.from_model(toppush)
+    assert len(summary.objectiveHistory) == len(toppush.summary["history"]) > 0  # records carry the objective
+    assert summary.objectiveHistory == [r["primal_at_search_point"] for r in toppush.summary["history"]]
+    tron = train(data, solver="tron", C=0.5)
+    accepted = {"iter": 1, "objective": 5.0, "grad_ratio": 0.1, "measure_name": "grad_ratio", "accepted": True,
+                "seconds": 0.1}
+    rejected = {**accepted, "objective": 5.0, "accepted": False, "seconds": 0.2}
+    better = {**accepted, "iter": 2, "objective": 4.0, "seconds": 0.3}
+    tron.summary["history"] = [accepted, rejected, better]
+    assert LinearRankerSummary.from_model(tron).objectiveHistory == [5.0, 4.0]  # a rejected step is no iteration
