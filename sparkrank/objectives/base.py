@@ -32,6 +32,9 @@ class Objective(ABC):
     """A differentiable (or subdifferentiable) function of the weights."""
 
     n_features: int
+    #: Whether ``value`` is cheap enough for a gradient-only solver to log it every iteration
+    #: (RankNCG's exact value costs O(pairs) with the fast gradient).
+    monitor_value: bool = True
 
     @abstractmethod
     def value(self, w: np.ndarray) -> float:

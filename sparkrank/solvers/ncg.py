@@ -121,8 +121,8 @@ def ncg(
     ----------
     objective : Objective
         Needs ``gradient`` (and ``hessian_diagonal`` when preconditioning); ``value`` is
-        called per iteration only when the objective's ``monitor_value`` attribute is true
-        (default true), else records hold NaN.
+        called per iteration only when the objective's ``monitor_value`` is true (the
+        :class:`~sparkrank.objectives.base.Objective` default), else records hold NaN.
     w0 : ndarray, optional
         Start (zeros by default); must be finite.
     tol : float
@@ -154,7 +154,7 @@ def ncg(
     if not (0.0 < eta < 1.0):
         raise ValueError(f"eta must be in (0, 1), got {eta!r}")
     t0 = time.perf_counter()
-    monitor = bool(getattr(objective, "monitor_value", True))
+    monitor = bool(objective.monitor_value)
     n = objective.n_features
     n_restart = restart_every or max(1, n)
 
