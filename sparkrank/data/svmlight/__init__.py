@@ -176,7 +176,7 @@ CHUNK_BYTES = 16 << 20
 
 def _chunks(raw, threads: int = 1) -> list[tuple[int, int]]:
     """``[lo, hi)`` ranges of at most about :data:`CHUNK_BYTES`, each ending right after a LF,
-    as many as a multiple of ``threads`` (of about equal size) so no thread idles at the end."""
+    aimed at a multiple of ``threads`` of about equal size, so no thread idles at the end."""
     n = len(raw)
     count = threads * max(1, -(-n // (threads * CHUNK_BYTES)))
     size = max(1, -(-n // count))
