@@ -130,3 +130,27 @@ def test_string_qids_decided_by_the_first_line_hold_across_pieces(tmp_path, smal
     lines[0] = lines[0].replace(" qid:q0", "")  # no qid on the first line, qids later
     err = error_of(write(tmp_path, lines, "g.txt"), 2)
     assert err.line == 2 and "line 2 has a qid but line 1 has none" in str(err)
+
+
+def test_cli_threads_parse_and_train_the_same_model(tmp_path, small_pieces, capsys):
+    """``--threads`` reaches the parser through the local engine: same model, same error line."""
+    import json
+
+    from sparkrank.cli import main
+
+    p = write(tmp_path, letor_lines(90))
+    weights = []
+    for threads in ("1", "2"):
+        model = tmp_path / f"m{threads}.json"
+        assert main(["train", "--engine", "local", "--input", str(p), "--model", str(model), "--threads", threads,
+                     "-q"]) == 0
+        weights.append(json.loads(model.read_text())["weights"])
+    assert weights[0] == weights[1]
+    lines = letor_lines(90)
+    lines[80] = "1 qid:16 3:1 3:2"
+    bad = write(tmp_path, lines, "bad.txt")
+    capsys.readouterr()
+    assert main(["train", "--engine", "local", "--input", str(bad), "--model", str(tmp_path / "x.json"),
+                 "--threads", "2", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"sparkrank train: error: {bad}: feature indices on line {line_of(80)} are not strictly increasing" in err
