@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data.block import DataError, RankingData
-from .engines.linalg import csr_dot
+from .numerics.linalg import csr_dot
 from .standardization import Standardization
 
 FORMAT_VERSION = 2
