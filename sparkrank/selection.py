@@ -63,7 +63,7 @@ from .evaluation.evaluate import model_weights_for
 from .evaluation.kernel import MetricsKernel
 from .evaluation.names import PAIRWISE_ACCURACY, canonical_metric, metric_ks
 from .kernels.counting import DEFAULT_COUNTING
-from .model import RankingModel, _json_default
+from .model import RankingModel, json_default
 from .numerics.vectors import fit_length
 from .training import solver_spec, train
 
@@ -317,7 +317,7 @@ class TuneResult:
             d["best_model"] = {"C": self.model.C, "lam": self.model.lam, "iterations": s.get("iterations"),
                                "objective": s.get("objective"), "seconds": s.get("seconds"),
                                "converged": s.get("converged")}
-        return json.loads(json.dumps(d, default=_json_default))
+        return json.loads(json.dumps(d, default=json_default))
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` as JSON to a local path or any Hadoop URI (atomically)."""
