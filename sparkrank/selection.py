@@ -30,13 +30,13 @@ Engines
 * :class:`SparkSource` (a DataFrame plus column names and engine options) or a plain
   DataFrame: the Spark engine; a fold is a filter Spark pushes into the scan, so it is
   never collected to the driver.
-
-Both engines put a group into fold ``seeded hash of its id mod k``
-(:mod:`sparkrank.data.folds`), so the same data gets the same folds on either.  Validation metrics come from the same one-pass
-  :class:`~sparkrank.evaluation.kernel.MetricsKernel` as ``sparkrank evaluate`` (executor
-  or driver placement).
 * An already-built :class:`~sparkrank.engines.base.Engine`: validation-set mode only (an
   engine cannot be split into folds).
+
+Both engines put a group into fold ``seeded hash of its id mod k``
+(:mod:`sparkrank.data.folds`), so the same data gets the same folds on either.  Validation
+metrics come from the same one-pass :class:`~sparkrank.evaluation.kernel.MetricsKernel` as
+``sparkrank evaluate`` (executor or driver placement).
 
 The grid default is lee-lin2014 §4.4's ``C ∈ {2⁻¹⁵, 2⁻¹⁴, …, 2¹⁰}``.
 """
