@@ -196,6 +196,28 @@ def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, ca
         assert messages["spark"] == messages["local"]
 
 
+def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
+    """Several files, a bad row in the second, and a --where that drops rows before it: both
+    engines count the row in its own file, before the filter (Spark's _metadata.row_index)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for part, qid0 in (("part-0.parquet", 1), ("part-1.parquet", 101)):
+        values = [[1.0, float(i)] for i in range(N_ROWS)]
+        if part == "part-1.parquet":
+            values[9] = [1.0, float("nan")]
+        pq.write_table(pa.table({"label": [float(i % 3) for i in range(N_ROWS)],
+                                 "qid": [qid0 + i // 4 for i in range(N_ROWS)],
+                                 "indices": pa.array([[0, 2]] * N_ROWS, pa.list_(pa.int32())),
+                                 "values": pa.array(values, pa.list_(pa.float64()))}), lake / part)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(lake, engine, tmp_path, capsys, "--partitions", "3", "--where", "qid <> 101")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == f"{lake / 'part-1.parquet'}: row 9: feature column 2 is nan"
+    assert messages["spark"] == messages["local"]
+
+
 def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_path, capsys):
     from pyspark.ml.linalg import Vectors, VectorUDT
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType

@@ -142,6 +142,7 @@ class Source:
             raise ValueError(f"{self.name}: {self.format} input needs the Spark engine (--engine spark)")
         if self.format == "svmlight":
             return self._svmlight_data(n_features, dtype)
+        from ..data.arrow import RowError
         from ..data.table import ranking_data_from_table
         from .where import to_arrow_filter
 
@@ -158,9 +159,12 @@ class Source:
             raise
         meta = dataset.schema.metadata or {}
         stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
-        return ranking_data_from_table(table, self.columns, where=where, n_features=n_features,
-                                       stored_n_features=stored_n, dtype=dtype,
-                                       drop_invalid_rows=drop_invalid_rows)
+        read = dict(n_features=n_features, stored_n_features=stored_n, dtype=dtype,
+                    drop_invalid_rows=drop_invalid_rows)
+        try:
+            return ranking_data_from_table(table, self.columns, where=where, **read)
+        except RowError as exc:
+            raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
     def _local_path(self, uri: str) -> str:
         path = U.local_path(uri)
@@ -188,6 +192,36 @@ class Source:
         if self.where:
             X, labels, qid = _filter_arrays(X, labels, qid, self.where, f"{self.name}: ")
         return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+
+
+def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | None:
+    """``"{file}: row {n}: {detail}"`` for the first bad row of a local Arrow dataset, ``n``
+    counted in its own file before ``--where`` (as Spark's ``_metadata.row_index``, so both
+    engines name the same file and row; see :mod:`sparkrank.spark.locate`).  Runs only on
+    the error path: each file is read again, in the order the dataset concatenated them."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from ..data.arrow import RowError
+    from ..data.io import ranking_data_from_table
+
+    children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
+    for child in children:
+        for fragment in child.get_fragments(filter=flt):
+            table = fragment.to_table(schema=child.schema)
+            table = table.append_column("__sparkrank_row", pa.array(np.arange(table.num_rows)))
+            if flt is not None:
+                table = ds.dataset(table).to_table(filter=flt)
+            name = os.path.abspath(fragment.path)
+            try:
+                ranking_data_from_table(table, columns, where=f"{name}: ", **read)
+            except RowError as exc:
+                return f"{name}: row {table.column('__sparkrank_row')[exc.row].as_py()}: {exc.detail}"
+            except DataError:
+                return None
+    return None
 
 
 def _features_name(columns: ColumnSpec) -> str:
