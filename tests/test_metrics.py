@@ -356,11 +356,11 @@ def test_validation():
 def test_one_metric_vocabulary_accepts_both_spellings():
     from sparkrank.evaluation.names import canonical_metric, metric_ks
 
-    for given, canonical in (("pairwiseAccuracy", "pairwise_accuracy"), ("pairwise_accuracy", "pairwise_accuracy"),
+    for spelling, canonical in (("pairwiseAccuracy", "pairwise_accuracy"), ("pairwise_accuracy", "pairwise_accuracy"),
                              ("meanNDCG", "mean_ndcg"), ("MEAN_NDCG", "mean_ndcg"), ("auc", "auc"),
                              ("NDCG@10", "ndcg@10"), ("positivesAtTop", "positives_at_top"),
                              ("precision@5", "precision@5"), (" ndcg@07 ", "ndcg@7")):
-        assert canonical_metric(given) == canonical, given
+        assert canonical_metric(spelling) == canonical, spelling
     assert metric_ks("precision@3") == (3,) and metric_ks("auc") == (1,)
     for bad in ("ndcg@0", "ndcg", "precision@", "map", "ndcg@x"):
         with pytest.raises(ValueError, match="unknown metric"):

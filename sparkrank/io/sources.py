@@ -205,7 +205,7 @@ def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | Non
     import pyarrow.dataset as ds
 
     from ..data.arrow import RowError
-    from ..data.io import ranking_data_from_table
+    from ..data.table import ranking_data_from_table
 
     children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
     for child in children:
