@@ -136,27 +136,9 @@ def evaluate_ranking(
 ) -> dict[str, float | int]:
     """All pooled metrics of one scoring held in memory: :class:`MetricsKernel` on one block.
 
-    Parameters
-    ----------
-    groups : QueryGroups
-        Labels and contiguous group structure.
-    scores : float64 array (m,)
-        Model scores.
-    ks : iterable of int
-        NDCG and precision cut-offs.
-    discount : {"letor", "yahoo"}
-        NDCG discount convention.
-    zero_idcg : {"zero", "one", "skip"}
-        NDCG value where the ideal DCG is not positive.
-    method : {"selection", "rbtree", "direct", "pairs"}
-        Counting structure for the pairwise metrics.
-    threshold : float
-        Rows with ``label > threshold`` are positives.
-
-    Returns
-    -------
-    dict
-        As :meth:`MetricsKernel.finish`: plain Python numbers (JSON-serialisable).
+    Parameters are those of :func:`~sparkrank.evaluation.metrics.per_group_metrics` (``ks``
+    are the NDCG and precision cut-offs, ``method`` the pair-counting structure); the
+    result is :meth:`MetricsKernel.finish`'s dictionary of plain Python numbers.
     """
     kernel = MetricsKernel(tuple(ks), discount, zero_idcg, method, threshold)
     return kernel.finish(kernel.statistics(groups, scores))
