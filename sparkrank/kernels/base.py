@@ -56,8 +56,10 @@ class ScoreKernel:
 
     Engines may run a kernel on several blocks of whole groups and add up the results, so a
     kernel's output for a group must depend on that group alone.  A kernel that ranks
-    across group boundaries (TopPush's global scope) sets :attr:`spans_groups`; engines
-    then give it all rows in one block, or refuse.
+    across group boundaries (TopPush's global scope) sets :attr:`spans_groups`: the local
+    engine then runs it on all rows as one block, the Spark engine's driver placement always
+    does, and its executor placement gives one block per partition (TopPush's objective
+    counts the blocks and refuses more than one).
     """
 
     #: True when the kernel's output for a group depends on other groups (one block needed).
