@@ -42,16 +42,19 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-def import_edges() -> list[tuple[str, str, str]]:
-    """``(importer, imported, "file:line")`` for every sparkrank-internal import."""
+def import_edges(with_names: bool = False) -> list[tuple]:
+    """``(importer, imported, "file:line")`` for every sparkrank-internal import (and the
+    imported names, ``()`` for ``import x``, with ``with_names``)."""
     modules = _modules()
     edges = []
     for name, (path, is_package) in modules.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
+            names: tuple[str, ...] = ()
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
+                names = tuple(a.name for a in node.names)
                 if node.level:
                     base = name.split(".") if is_package else name.split(".")[:-1]
                     base = base[: len(base) - (node.level - 1)]
@@ -64,7 +67,8 @@ def import_edges() -> list[tuple[str, str, str]]:
                 while target not in modules and "." in target:  # "import a.b.c" of a package member
                     target = target.rsplit(".", 1)[0]
                 if target in modules and target != name and target.split(".")[0] == "sparkrank":
-                    edges.append((name, target, f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"))
+                    edge = (name, target, f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+                    edges.append(edge + (names,) if with_names else edge)
     return edges
 
 
@@ -116,6 +120,13 @@ def test_no_import_cycle():
         if node not in state:
             visit(node)
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_private_name_crosses_a_module():
+    """A ``_name`` is its module's own; what another module needs is made public where it belongs."""
+    private = sorted({f"{where}: {a} imports {n} from {b}" for a, b, where, names in import_edges(with_names=True)
+                      for n in names if n.startswith("_") and not n.startswith("__")})
+    assert not private, "private names imported across modules:\n" + "\n".join(private)
 
 
 def test_the_checks_catch_an_upward_import_and_a_cycle(tmp_path, monkeypatch):

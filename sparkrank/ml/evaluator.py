@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -12,10 +12,10 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..choices import check_choice
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, NdcgDiscount, ZeroIdcgRule
 from ..data.block import DataError
 from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
-from .params import _choice
 
 #: ``metricName="ndcg"`` takes its cut-off from the ``k`` param.
 _NDCG_WITH_K = "ndcg"
@@ -31,6 +31,10 @@ def _metric_name(value):
             raise ValueError(f"metricName must be ndcg (with k) or one of {METRICS_HELP}, in either spelling "
                              f"(pairwiseAccuracy or pairwise_accuracy); got {value!r}") from None
     return value
+
+
+def _one_of(what: str, choices: tuple[str, ...]):
+    return lambda value: check_choice(TypeConverters.toString(value), choices, what)
 
 
 def _positive_int(value):
@@ -67,10 +71,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     groupCol: Param[str] = Param(Params._dummy(), "groupCol", "query/group id column ('' = one global ranking)",
                                  typeConverter=lambda v: "" if v is None else TypeConverters.toString(v))
     ndcgDiscount: Param[str] = Param(Params._dummy(), "ndcgDiscount", "letor (1/log2(max(2,i))) or yahoo (1/log2(i+1))",
-                                     typeConverter=_choice("ndcgDiscount", ("letor", "yahoo")))
+                                     typeConverter=_one_of("ndcgDiscount", get_args(NdcgDiscount)))
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
-                                 typeConverter=_choice("zeroIdcg", ("zero", "one", "skip")))
+                                 typeConverter=_one_of("zeroIdcg", get_args(ZeroIdcgRule)))
 
     @keyword_only
     def __init__(
