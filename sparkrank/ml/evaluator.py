@@ -145,5 +145,9 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
         scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
         source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
-        with make_engine(source, "spark", spark=dataset.sparkSession, n_features=1) as engine:
+        try:
+            engine = make_engine(source, "spark", spark=dataset.sparkSession, n_features=1)
+        except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
+            raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
+        with engine:
             return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])
