@@ -134,14 +134,15 @@ class Source:
 
     # -- in-process ---------------------------------------------------------------------------
     def ranking_data(self, *, n_features: int | None = None, dtype: type = np.float64,
-                     drop_invalid_rows: bool = False) -> RankingData:
-        """The rows as a :class:`RankingData` (read in this process; local paths only)."""
+                     drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
+        """The rows as a :class:`RankingData` (read in this process; local paths only; SVMlight
+        text is parsed on ``threads`` threads)."""
         paths = [self._local_path(u) for u in self.uris]
         fmt = get_format(self.format)
         if not fmt.local:
             raise ValueError(f"{self.name}: {self.format} input needs the Spark engine (--engine spark)")
         if self.format == "svmlight":
-            return self._svmlight_data(n_features, dtype)
+            return self._svmlight_data(n_features, dtype, threads)
         from ..data.arrow import RowError
         from ..data.table import ranking_data_from_table
         from .where import to_arrow_filter
@@ -173,7 +174,7 @@ class Source:
                              "use --engine spark (or auto) for Hadoop URIs")
         return path
 
-    def _svmlight_data(self, n_features, dtype) -> RankingData:
+    def _svmlight_data(self, n_features, dtype, threads: int) -> RankingData:
         from ..data.svmlight import parse_svmlight_bytes, read_svmlight
 
         group = self.columns.group
@@ -183,9 +184,9 @@ class Source:
             path = self._local_path(entry.path)
             if path.lower().endswith(".bz2"):
                 raw = decompressed(LOCAL.read_bytes(path))
-                parts.append(parse_svmlight_bytes(raw, name=path, n_features=n_features, dtype=dtype))
+                parts.append(parse_svmlight_bytes(raw, name=path, n_features=n_features, dtype=dtype, threads=threads))
             else:
-                parts.append(read_svmlight(path, n_features=n_features, dtype=dtype))
+                parts.append(read_svmlight(path, n_features=n_features, dtype=dtype, threads=threads))
         X, labels, qid = _stack_svmlight(parts, self.name)
         if not group:
             qid = None
