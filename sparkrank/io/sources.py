@@ -179,15 +179,19 @@ class Source:
 
         group = self.columns.group
         _check_svmlight_group(group, f"{self.name}: ")
-        parts = []
+        parts, layout = [], None
         for entry in self.files:
             path = self._local_path(entry.path)
+            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout)
             if path.lower().endswith(".bz2"):
-                raw = decompressed(LOCAL.read_bytes(path))
-                parts.append(parse_svmlight_bytes(raw, name=path, n_features=n_features, dtype=dtype, threads=threads))
+                part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=path, **read)
             else:
-                parts.append(read_svmlight(path, n_features=n_features, dtype=dtype, threads=threads))
-        X, labels, qid = _stack_svmlight(parts, self.name)
+                part = read_svmlight(path, **read)
+            # The first data line of the first file fixes the qid rule of every file, as on
+            # Spark (spark/svmlight.py): a later file breaking it fails on its own line.
+            layout = layout or part.qid_layout
+            parts.append(part)
+        X, labels, qid = _stack_svmlight(parts)
         if not group:
             qid = None
         if self.where:
@@ -289,22 +293,20 @@ def _spark_filter(df, text: str, where: str):
                         f"{', '.join(df.columns)}") from None
 
 
-def _stack_svmlight(parts, name: str):
+def _stack_svmlight(parts):
     """One ``(X, labels, qid)`` from several parsed SVMlight files (widths padded)."""
     import scipy.sparse as sp
 
     if len(parts) == 1:
         return parts[0].X, parts[0].labels, parts[0].qid
-    if len({p.qid is None for p in parts}) > 1:
-        raise DataError(f"{name}: some files have qid: tokens, others not")
+    # All files followed one qid rule (the first file's), so the qid arrays are all present
+    # or all absent and of one kind; files without data lines add nothing.
+    rows = [p for p in parts if p.labels.shape[0]] or parts[:1]
     width = max(p.X.shape[1] for p in parts)
     X = sp.vstack([sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=(p.X.shape[0], width))
-                   for p in parts], format="csr")
-    labels = np.concatenate([p.labels for p in parts])
-    qid = None
-    if parts[0].qid is not None:
-        kinds = {p.qid.dtype.kind in "iu" for p in parts}
-        qid = np.concatenate([p.qid if kinds == {True} else p.qid.astype(str) for p in parts])
+                   for p in rows], format="csr")
+    labels = np.concatenate([p.labels for p in rows])
+    qid = None if rows[0].qid is None else np.concatenate([p.qid for p in rows])
     return X, labels, qid
 
 

@@ -340,6 +340,7 @@ def read_svmlight(
     zero_based: bool = False,
     max_features: int | None = None,
     threads: int = 1,
+    qid_layout: QidLayout | None = None,
 ) -> SVMLightFile:
     """Read an SVMlight / LETOR file (plain or gzip-compressed).
 
@@ -364,6 +365,9 @@ def read_svmlight(
     threads : int
         Threads parsing pieces of the file at once (the local engine passes ``--threads``);
         the result and the errors are the same for any value.
+    qid_layout : QidLayout, optional
+        The qid rule the lines must follow (default: that of the file's first data line);
+        an input of several files passes the first file's, as the Spark reader does.
 
     Returns
     -------
@@ -381,7 +385,8 @@ def read_svmlight(
         raise DataError(f"n_features must be >= 0, got {n_features}")
     name = os.fspath(path)
     with _file_bytes(path) as raw:
-        return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads)
+        return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads,
+                           qid_layout=qid_layout)
 
 
 def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int | None = None,
