@@ -105,8 +105,8 @@ def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float,
     The QP is divided by ``max |b_i|`` first, so that cvxopt's absolute tolerances are in
     units of the risk (dividing by ``max |G/(2λ)|`` instead, which reaches 1e7 with small λ,
     left the dual weights accurate to ~1e-3 only).  ``start`` (the previous solution with the
-    new planes appended) warm-starts it.  If cvxopt fails, it is retried cold with its own
-    KKT solver and default tolerances.
+    new planes appended) warm-starts it.  If that does not reach an optimal status, it is
+    retried cold, and then with cvxopt's own KKT solver and default tolerances.
     """
     from cvxopt import matrix, solvers
 
@@ -126,11 +126,20 @@ def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float,
         z0 = np.maximum(start.bound_multipliers, 0.0) + _WARM_CENTRE_WEIGHT * max(
             float(np.abs(start.bound_multipliers).max(initial=0.0)), 1e-8)
         initvals = {"x": matrix(alpha0), "s": matrix(alpha0), "y": matrix([start.multiplier]), "z": matrix(z0)}
-    try:
-        sol = solvers.coneqp(**problem, initvals=initvals, kktsolver=_simplex_kkt_solver(P), options=_QP_OPTIONS)
-        if sol["status"] != "optimal":
-            raise ValueError(sol["status"])
-    except (ArithmeticError, ValueError):
+    sol = None
+    # warm, then cold with the structured KKT solver, then cvxopt's own KKT solver and default
+    # tolerances: a warm start near the boundary sometimes stalls the interior point (status
+    # "unknown") when λ is tiny and the QP ill-conditioned
+    attempts = ([initvals] if initvals is not None else []) + [None]
+    for start_values in attempts:
+        try:
+            sol = solvers.coneqp(**problem, initvals=start_values, kktsolver=_simplex_kkt_solver(P),
+                                 options=_QP_OPTIONS)
+        except (ArithmeticError, ValueError):
+            continue
+        if sol["status"] == "optimal":
+            break
+    else:
         sol = solvers.coneqp(**problem, options=_QP_FALLBACK)
     alpha = np.maximum(np.array(sol["x"]).ravel(), 0.0)
     return SimplexQPSolution(alpha / alpha.sum(), float(sol["y"][0]), np.array(sol["z"]).ravel(),
