@@ -125,3 +125,11 @@ def test_resume_with_a_pruned_bundle_is_bitwise(tmp_path):
     np.testing.assert_array_equal(resumed.w, undisturbed.w)
     assert resumed.iterations == undisturbed.iterations
     assert [h["gap"] for h in resumed.history] == [h["gap"] for h in undisturbed.history[kill_at:]]
+
+
+def test_a_checkpoint_without_bundle_state_is_a_clear_error():
+    data, _ = tied_problem(10)
+    old_state = {"iter": 2, "gap": 1.0, "planes": [np.zeros(5)], "offsets": [1.0], "gram": np.zeros((1, 1)),
+                 "w": np.zeros(5), "risk": 1.0, "subgradient": np.zeros(5), "w_best": np.zeros(5), "j_best": 1.0}
+    with pytest.raises(ValueError, match="before the pruned bundle"):
+        bmrm(HingeRisk(LocalEngine(data), 1e-3), resume=old_state)

@@ -76,6 +76,9 @@ def bmrm(
         w_best, j_best = w, lam * float(w @ w) + risk
         done, gap = 0, float("nan")
     else:
+        if "bundle" not in resume:
+            raise ValueError("this BMRM checkpoint was written before the pruned bundle (it has no 'bundle' "
+                             "state); start the fit afresh or use another checkpoint directory")
         bundle = CuttingPlaneBundle.from_state(resume["bundle"], objective.n_features)
         w, risk, a = resume["w"], float(resume["risk"]), resume["subgradient"]
         w_best, j_best = resume["w_best"], float(resume["j_best"])
