@@ -26,25 +26,25 @@ other on MQ2008).
 
 Engines
 -------
-* ``RankingData``: the local engine; k-fold shuffles the groups with ``seed`` and deals
-  them round-robin, so folds differ in size by at most one group.
+* ``RankingData``: the local engine.
 * :class:`SparkSource` (a DataFrame plus column names and engine options) or a plain
-  DataFrame: the Spark engine; fold ``i`` of ``k`` is the rows whose
-  ``pmod(xxhash64(qid, seed), k) == i``, a filter Spark pushes into the scan, so a fold is
-  never collected to the driver.  Validation metrics come from the same one-pass
-  :class:`~sparkrank.evaluation.kernel.MetricsKernel` as ``sparkrank evaluate`` (executor
-  or driver placement).
+  DataFrame: the Spark engine; a fold is a filter Spark pushes into the scan, so it is
+  never collected to the driver.
 * An already-built :class:`~sparkrank.engines.base.Engine`: validation-set mode only (an
   engine cannot be split into folds).
+
+Both engines put a group into fold ``seeded hash of its id mod k``
+(:mod:`sparkrank.data.folds`), so the same data gets the same folds on either.  Validation
+metrics come from the same one-pass :class:`~sparkrank.evaluation.kernel.MetricsKernel` as
+``sparkrank evaluate`` (executor or driver placement).
 
 The grid default is lee-lin2014 §4.4's ``C ∈ {2⁻¹⁵, 2⁻¹⁴, …, 2¹⁰}``.
 """
 
 from .driver import tune
-from .folds import SparkSource, group_folds, local_split, take_groups
-from .grid import DEFAULT_C_GRID, DEFAULT_METRIC, METRICS_HELP, c_grid_from_range, check_c_grid, metric_ks
+from .folds import SparkSource, local_split, take_groups
+from .grid import DEFAULT_C_GRID, DEFAULT_METRIC, c_grid_from_range, check_c_grid
 from .result import TuneResult, TuneRow, load_tune_result
 
-__all__ = ["DEFAULT_C_GRID", "DEFAULT_METRIC", "METRICS_HELP", "SparkSource", "TuneResult", "TuneRow",
-           "c_grid_from_range", "check_c_grid", "group_folds", "load_tune_result", "local_split", "metric_ks",
-           "take_groups", "tune"]
+__all__ = ["DEFAULT_C_GRID", "DEFAULT_METRIC", "SparkSource", "TuneResult", "TuneRow", "c_grid_from_range",
+           "check_c_grid", "load_tune_result", "local_split", "take_groups", "tune"]

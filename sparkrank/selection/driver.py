@@ -13,13 +13,15 @@ from ..choices import DEFAULT_COUNTING
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError, RankingData
 from ..engines.base import Engine
-from ..evaluation.evaluate import fit_length, model_weights_for
+from ..evaluation.evaluate import model_weights_for
 from ..evaluation.kernel import MetricsKernel
+from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
+from ..numerics.vectors import fit_length
 from ..solvers.registry import solver_spec
 from ..training import train
 from .folds import OpenedEngine, as_source, local_split
-from .grid import DEFAULT_METRIC, check_c_grid, metric_ks
+from .grid import DEFAULT_METRIC, check_c_grid
 from .result import TuneResult, combine_folds
 
 log = logging.getLogger("sparkrank.tune")
@@ -64,7 +66,8 @@ def tune(
     solver : str
         Any name in :data:`sparkrank.solvers.registry.SOLVERS`.
     metric : str
-        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg`` or ``ndcg@K``; higher is better.
+        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg``, ``ndcg@K``, ``positives_at_top``
+        or ``precision@K`` in either spelling of :mod:`sparkrank.evaluation.names`; higher is better.
     tol, counting, max_iter, solver_options :
         As in :func:`sparkrank.training.train`.
     cold_start : bool
@@ -102,7 +105,7 @@ def tune(
         if not cold_start:
             log.info("%s cannot start from given weights: every C is trained from zero", solver)
         cold_start = True
-    metric = metric.strip().lower()  # "NDCG@10" and "ndcg@10" are the same metric
+    metric = canonical_metric(metric)  # "NDCG@10", "ndcg@10"; "pairwiseAccuracy", "pairwise_accuracy"
     ks = metric_ks(metric)
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..data.block import DataError, RankingData
+from ..data.folds import group_folds, spark_group_fold
 from ..data.groups import QueryGroups
 from ..engines.base import Engine
 from ..engines.registry import make_engine
@@ -42,11 +43,12 @@ class SparkSource:
 
     def fold_column(self, k: int, seed: int):
         """The fold number of each row, a seeded hash of its group id (whole groups)."""
-        from ..ml.folds import group_fold_column
+        from ..io.sources import ColumnSpec, group_expression
 
-        if not self.qid_col or self.qid_col not in self.df.columns:
+        group = ColumnSpec.parse_group(self.qid_col)
+        if not group or any(g not in self.df.columns for g in group):
             raise DataError("group-wise k-fold needs a query-id column; this DataFrame has none (one global ranking)")
-        return group_fold_column(self.qid_col, k, seed)
+        return spark_group_fold(group_expression(group), k, seed)
 
     def split(self, k: int, fold: int, seed: int) -> tuple["SparkSource", "SparkSource"]:
         """``(training part, held-out part)`` of fold ``fold``."""
@@ -71,21 +73,10 @@ def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
     return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
 
 
-def group_folds(n_groups: int, k: int, seed: int = 0) -> np.ndarray:
-    """Fold number (``0..k-1``) of each of ``n_groups`` groups: shuffled, dealt round-robin."""
-    if k < 2:
-        raise ValueError(f"k-fold needs at least 2 folds, got {k}")
-    if n_groups < k:
-        raise DataError(f"group-wise {k}-fold needs at least {k} query groups, the data has {n_groups}")
-    fold = np.empty(n_groups, dtype=np.int64)
-    fold[np.random.default_rng(seed).permutation(n_groups)] = np.arange(n_groups) % k
-    return fold
-
-
 def local_split(data: RankingData, k: int, seed: int) -> list[tuple[RankingData, RankingData]]:
     if data.qids is None:
         raise DataError("group-wise k-fold needs query ids; this data is one global ranking")
-    fold = group_folds(data.groups.n_groups, k, seed)
+    fold = group_folds(data.qids, k, seed)
     return [(take_groups(data, np.flatnonzero(fold != i)), take_groups(data, np.flatnonzero(fold == i)))
             for i in range(k)]
 

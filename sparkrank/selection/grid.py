@@ -1,16 +1,17 @@
-"""The C grid and the validation metric of a model selection."""
+"""The C grid and the default validation metric of a model selection."""
 
 from __future__ import annotations
 
 import math
 from typing import Iterable
 
+from ..evaluation.names import PAIRWISE_ACCURACY
+
 #: lee-lin2014 §4.4: C ∈ {2⁻¹⁵, …, 2¹⁰}.
 DEFAULT_C_GRID: tuple[float, ...] = tuple(2.0**e for e in range(-15, 11))
 #: Pairwise accuracy is defined for every data set (real-valued labels, one global
 #: ranking) and is what RankSVM's pairwise loss approximates, so it is the default.
-DEFAULT_METRIC = "pairwise_accuracy"
-METRICS_HELP = "pairwise_accuracy, auc, mean_ndcg or ndcg@K (e.g. ndcg@10)"
+DEFAULT_METRIC = PAIRWISE_ACCURACY
 
 
 def c_grid_from_range(low: int, high: int) -> list[float]:
@@ -34,17 +35,3 @@ def check_c_grid(grid: Iterable[float] | None) -> list[float]:
             raise ValueError(f"every C must be a positive finite number, got {c!r}")
         out.append(c)
     return sorted(set(out))
-
-
-def metric_ks(metric: str) -> tuple[int, ...]:
-    """Validate a metric name; the NDCG cut-offs the metrics kernel must compute for it."""
-    if metric in ("pairwise_accuracy", "auc", "mean_ndcg"):
-        return (1,)
-    if metric.startswith("ndcg@"):
-        try:
-            k = int(metric[5:])
-        except ValueError:
-            k = 0
-        if k >= 1:
-            return (k,)
-    raise ValueError(f"unknown metric {metric!r}; choose {METRICS_HELP}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import RankingModel, _json_default
+from ..model import RankingModel, json_default
 
 
 @dataclass
@@ -131,7 +131,7 @@ class TuneResult:
             d["best_model"] = {"C": self.model.C, "lam": self.model.lam, "iterations": s.get("iterations"),
                                "objective": s.get("objective"), "seconds": s.get("seconds"),
                                "converged": s.get("converged")}
-        return json.loads(json.dumps(d, default=_json_default))
+        return json.loads(json.dumps(d, default=json_default))
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` as JSON to a local path or any Hadoop URI (atomically)."""
