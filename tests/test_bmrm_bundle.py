@@ -110,9 +110,9 @@ def test_resume_with_a_pruned_bundle_is_bitwise(tmp_path):
 
     writer = CheckpointWriter(str(tmp_path), 1, {"solver": "bmrm"})
 
-    def kill(it, w, record):
-        writer(it, w, record)
-        if it == kill_at:
+    def kill(record):
+        writer(record)
+        if record.iteration == kill_at:
             raise Killed
 
     with pytest.raises(Killed):
