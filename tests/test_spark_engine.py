@@ -133,8 +133,13 @@ def test_too_few_features_is_an_error_and_leaves_no_blocks(spark, synthetic):
     from sparkrank.spark.blocks import blocks_root
 
     data, path = synthetic
-    def stored():  # every file below the block store root
-        return {os.path.join(d, f) for d, _, files in os.walk(blocks_root()) for f in files}
+    # this application's block files: the owner marker its first engine writes is bookkeeping,
+    # not a block, and other applications on the host come and go meanwhile
+    app = os.path.join(blocks_root(), spark.sparkContext.applicationId)
+
+    def stored():
+        return {os.path.join(d, f) for d, _, files in os.walk(app) for f in files
+                if os.path.join(d, f) != os.path.join(app, "owner")}
 
     before = stored()
     with pytest.raises(DataError, match=f"feature index {data.n_features - 1} but n_features=3"):
