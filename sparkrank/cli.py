@@ -624,7 +624,8 @@ def _write_svmlight_file(out: str, data) -> None:
 
 def _add_tune_and_report(sub) -> None:
     """The ``tune`` and ``report`` subcommands, and ``--report DIR`` on ``train``."""
-    from .selection import DEFAULT_METRIC, METRICS_HELP
+    from .evaluation.names import METRICS_HELP
+    from .selection import DEFAULT_METRIC
 
     sub.choices["train"].add_argument(
         "--report", metavar="DIR", help="also write PNGs to DIR: convergence, and (local engine) scores by label")

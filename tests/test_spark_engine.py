@@ -209,7 +209,7 @@ def mq2008(tmp_path_factory):
 def test_mq2008_spark_equals_local(spark, mq2008, placement, partitions):
     # MQ2008's L2 problem is badly conditioned (near-collinear LETOR features): TRON amplifies
     # a one-ulp difference ~100x per Newton step, so this only holds because every engine
-    # rounds its sums once from double-doubles (engines/exact_sum.py).  One block build per
+    # rounds its sums once from double-doubles (numerics/exact_sum.py).  One block build per
     # layout serves both solvers.
     data, path, local_models = mq2008
     with SparkEngine(spark.read.parquet(path), num_partitions=partitions, placement=placement) as engine:

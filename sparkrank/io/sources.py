@@ -25,7 +25,6 @@ Column rules (the same on both engines and in pyspark.ml)
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Sequence
@@ -145,7 +144,7 @@ class Source:
         if self.format == "svmlight":
             return self._svmlight_data(n_features, dtype, threads)
         from ..data.arrow import RowError
-        from ..data.io import ranking_data_from_table
+        from ..data.table import ranking_data_from_table
         from .where import to_arrow_filter
 
         dataset = fmt.local_dataset(paths)
@@ -211,7 +210,7 @@ def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | Non
     import pyarrow.dataset as ds
 
     from ..data.arrow import RowError
-    from ..data.io import ranking_data_from_table
+    from ..data.table import ranking_data_from_table
 
     children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
     for child in children:
@@ -326,20 +325,6 @@ def _filter_arrays(X, labels, qid, text: str, where: str):
     flt = to_arrow_filter(text, [n for n in table.column_names if n != "__row"], where)
     rows = ds.dataset(table).to_table(filter=flt, columns=["__row"]).column(0).to_numpy()
     return X[rows], labels[rows], None if qid is None else qid[rows]
-
-
-def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
-    """The group id of each row of an Arrow table: one column's values, or for several the
-    JSON text of the values (as Spark's ``to_json(struct(...))``); ``None`` where a part is null."""
-    if len(group) == 1:
-        return table.column(group[0])
-    import pyarrow as pa
-
-    columns = [table.column(g).to_pylist() for g in group]
-    out = [None if any(v is None for v in values) else
-           json.dumps(dict(zip(group, values)), separators=(",", ":"), default=str)
-           for values in zip(*columns)]
-    return pa.array(out, type=pa.string())
 
 
 # ----------------------------------------------------------------------------- opening
