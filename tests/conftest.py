@@ -1,4 +1,7 @@
-"""Shared fixtures: paths of the shared real data, small random ranking problems."""
+"""Shared fixtures: paths of the shared real data, small random ranking problems, and the
+session's two Spark deployments, each started once on first use and shared by every test
+that asks for it: the embedded ``local[2]`` :func:`spark` session and the standalone
+:func:`cluster` (one master, two workers on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -78,3 +81,25 @@ def lake_scheme_conf() -> dict:
     return {"spark.driver.extraClassPath": str(out), "spark.executor.extraClassPath": str(out),
             f"spark.hadoop.fs.{LAKE_SCHEME}.impl": "sparkrank.test.LakeFileSystem",
             f"spark.hadoop.fs.{LAKE_SCHEME}.impl.disable.cache": "true"}
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """The session's Spark standalone cluster (master + 2 one-core workers): started on first use,
+    stopped at the end.  Its workers run with a *plain* environment (no venv, no sparkrank, no
+    ``PYSPARK_PYTHON``).  Tests that kill a worker restart it before they return
+    (:meth:`StandaloneCluster.restart_worker`), so every test finds both workers alive."""
+    from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM, ClusterError, StandaloneCluster, java_home
+
+    if java_home() is None:
+        pytest.skip("java is not available (no JAVA_HOME, no /usr/lib/jvm/java-17-openjdk-amd64, no java on PATH)")
+    c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), n_workers=2, cores=1, memory="1g",
+                          python=None, daemon_java_opts=FAST_JVM, spark_defaults=CLUSTER_SPARK_DEFAULTS)
+    try:
+        c.start()
+    except ClusterError as exc:
+        pytest.fail(f"the standalone cluster did not start: {exc}")
+    try:
+        yield c
+    finally:
+        c.stop()

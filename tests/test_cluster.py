@@ -1,6 +1,6 @@
 """The spark-submit jobs on a real Spark standalone cluster (one master, two workers on 127.0.0.1).
 
-One cluster serves the whole test session (:func:`cluster`, started on first use).  Its
+One cluster serves the whole test session (``conftest.cluster``, started on first use).  Its
 workers run with a *plain* environment: no venv, no sparkrank, no ``PYSPARK_PYTHON`` on their
 ``PATH``; every job is submitted exactly as the README prints it, from a shell where the venv
 is active (its ``bin`` first on ``PATH``).  Cluster-side tuning for a small machine (fast JVM
@@ -9,8 +9,12 @@ not on the command lines.
 
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Fault tests
 kill an executor JVM, a whole worker, or the driver right after iteration 2 (read from the
-job's log lines) and require the weights of an undisturbed run of the same job on the same
-cluster, bit for bit (:func:`undisturbed`).
+job's log lines) and require the weights of an undisturbed run, bit for bit: the local
+engine's model of the same data and settings (:func:`reference`), which the undisturbed
+README train job on this cluster must equal bit for bit
+(:func:`test_readme_train_job_runs_on_workers_without_the_venv`).  Every ``spark-submit``
+costs a driver JVM, two executor JVMs and their Python workers, so each test runs as few as
+its check needs and multi-job scenarios share their first jobs through module fixtures.
 """
 
 from __future__ import annotations
@@ -28,41 +32,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster import ClusterError, StandaloneCluster, java_home
+from cluster import StandaloneCluster
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 SUBMIT_TIMEOUT = 600
-# Short-lived JVMs on a small machine: C1 only and the serial collector start faster and leave the
-# cores to the Python workers.
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-SPARK_DEFAULTS = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.enabled": "false",
-    "spark.executor.memory": "768m",
-    "spark.executor.extraJavaOptions": FAST_JVM,
-    "spark.driver.extraJavaOptions": FAST_JVM,
-}
 TRON = ["--solver", "tron", "-C", "1", "--tol", "1e-6"]
 BMRM = ["--solver", "bmrm", "-C", "0.01", "--tol", "1e-2"]  # 13 iterations
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    """The session's standalone cluster: started on first use, stopped at the end."""
-    if java_home() is None:
-        pytest.skip("java is not available (no JAVA_HOME, no /usr/lib/jvm/java-17-openjdk-amd64, no java on PATH)")
-    c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), n_workers=2, cores=1, memory="1g",
-                          python=None, daemon_java_opts=FAST_JVM, spark_defaults=SPARK_DEFAULTS)
-    try:
-        c.start()
-    except ClusterError as exc:
-        pytest.fail(f"the standalone cluster did not start: {exc}")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")
@@ -81,19 +57,22 @@ def data(tmp_path_factory):
 
 
 SOLVER_ARGS = {"tron": TRON, "bmrm": BMRM}
+#: the same settings as keyword arguments of :func:`sparkrank.training.train`
+SOLVER_KWARGS = {"tron": {"solver": "tron", "C": 1.0, "tol": 1e-6}, "bmrm": {"solver": "bmrm", "C": 0.01, "tol": 1e-2}}
 
 
 @pytest.fixture(scope="module")
-def undisturbed(cluster, data, tmp_path_factory):
-    """``undisturbed(solver)``: the model path of an undisturbed ``jobs/train.py`` run (each run once)."""
-    models: dict[str, Path] = {}
+def reference(data):
+    """``reference(solver)``: the weights of an undisturbed fit (the local engine's, trained once each),
+    which the Spark engine reproduces bit for bit."""
+    from sparkrank.data.io import read_ranking_data
+    from sparkrank.training import train
 
-    def get(solver: str) -> Path:
+    models: dict[str, np.ndarray] = {}
+
+    def get(solver: str) -> np.ndarray:
         if solver not in models:
-            path = tmp_path_factory.mktemp(f"undisturbed-{solver}") / "model.json"
-            _submit(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(path),
-                    *SOLVER_ARGS[solver])
-            models[solver] = path
+            models[solver] = train(read_ranking_data(data / "train.parquet"), **SOLVER_KWARGS[solver]).weights
         return models[solver]
 
     return get
@@ -192,25 +171,39 @@ def _block_bytes(cluster: StandaloneCluster, app_id: str) -> int:
 
 
 # -- the README's jobs ----------------------------------------------------------------------------
-def test_readme_jobs_run_on_workers_without_the_venv(cluster, data, undisturbed, tmp_path):
-    from sparkrank.data.io import read_ranking_data
-    from sparkrank.training import train
+@pytest.fixture(scope="module")
+def readme_model(cluster, data, tmp_path_factory) -> Path:
+    """The model written by ``jobs/train.py`` as the README prints it (TRON)."""
+    path = tmp_path_factory.mktemp("readme-train") / "model.json"
+    _submit(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(path), *TRON)
+    return path
 
-    model = undisturbed("tron")  # jobs/train.py as the README prints it
-    raw = json.loads(model.read_text())
-    assert raw["summary"]["engine"] == "spark" and raw["summary"]["converged"], raw["summary"]
-    local = train(read_ranking_data(data / "train.parquet"), solver="tron", C=1.0, tol=1e-6)
-    np.testing.assert_array_equal(_weights(model), local.weights)
 
-    test = tmp_path / "test.parquet"
+@pytest.fixture(scope="module")
+def readme_test_parquet(cluster, data, tmp_path_factory) -> Path:
+    """The SVMlight test file converted to Parquet by ``jobs/convert.py``."""
+    test = tmp_path_factory.mktemp("readme-convert") / "test.parquet"
     _submit(cluster, "convert.py", "--input", str(data / "test.txt"), "--output", str(test))
-    r = _submit(cluster, "evaluate.py", "--model", str(model), "--input", str(test))
+    return test
+
+
+def test_readme_train_job_runs_on_workers_without_the_venv(readme_model, reference):
+    raw = json.loads(readme_model.read_text())
+    assert raw["summary"]["engine"] == "spark" and raw["summary"]["converged"], raw["summary"]
+    np.testing.assert_array_equal(_weights(readme_model), reference("tron"))
+
+
+def test_readme_evaluate_job(cluster, readme_model, readme_test_parquet):
+    r = _submit(cluster, "evaluate.py", "--model", str(readme_model), "--input", str(readme_test_parquet))
     metrics = json.loads(r.stdout[r.stdout.find("{"): r.stdout.rfind("}") + 1])
     assert 0.5 < metrics["pairwise_accuracy"] <= 1.0, metrics
-    _submit(cluster, "predict.py", "--model", str(model), "--input", str(test),
-            "--output", str(tmp_path / "scores.parquet"))
+
+
+def test_readme_predict_job(cluster, readme_model, readme_test_parquet, tmp_path):
     import pyarrow.parquet as pq
 
+    _submit(cluster, "predict.py", "--model", str(readme_model), "--input", str(readme_test_parquet),
+            "--output", str(tmp_path / "scores.parquet"))
     assert pq.read_table(tmp_path / "scores.parquet").num_rows == 900
 
 
@@ -240,7 +233,7 @@ def _fit_with_fault(cluster, data, tmp_path, solver_args, fault) -> tuple[np.nda
 
 
 @pytest.mark.parametrize("solver", ["tron", "bmrm"])
-def test_fit_survives_a_killed_executor(cluster, data, undisturbed, tmp_path, solver):
+def test_fit_survives_a_killed_executor(cluster, data, reference, tmp_path, solver):
     killed = []
 
     def kill_executor():
@@ -249,26 +242,24 @@ def test_fit_survives_a_killed_executor(cluster, data, undisturbed, tmp_path, so
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
 
-    reference = _weights(undisturbed(solver))
     w, job = _fit_with_fault(cluster, data, tmp_path, SOLVER_ARGS[solver], kill_executor)
-    np.testing.assert_array_equal(w, reference)
+    np.testing.assert_array_equal(w, reference(solver))
     assert killed
 
 
 @pytest.mark.parametrize("solver", ["tron", "bmrm"])
-def test_fit_survives_a_killed_worker(cluster, data, undisturbed, tmp_path, solver):
-    reference = _weights(undisturbed(solver))
+def test_fit_survives_a_killed_worker(cluster, data, reference, tmp_path, solver):
     try:
         w, job = _fit_with_fault(cluster, data, tmp_path, SOLVER_ARGS[solver], lambda: cluster.kill("worker-2"))
     finally:
-        cluster.restart_worker(2)
-    np.testing.assert_array_equal(w, reference)
+        cluster.restart_worker(2)  # the next test finds both workers alive
+    np.testing.assert_array_equal(w, reference(solver))
     # a crashed worker cannot clean up: its executor's directory (blocks included) stays behind
     app_id = re.search(r"spark application (app-[0-9-]+)", job.log).group(1)
     print(f"block files left by the killed worker: {_block_bytes(cluster, app_id)} bytes")
 
 
-def test_killed_driver_resumes_from_the_cli(cluster, data, undisturbed, tmp_path):
+def test_killed_driver_resumes_from_the_cli(cluster, data, reference, tmp_path):
     ck = tmp_path / "checkpoints"
     args = ("--input", str(data / "train.parquet"), "--model", str(tmp_path / "model.json"), *TRON,
             "--checkpoint-dir", str(ck))
@@ -281,60 +272,90 @@ def test_killed_driver_resumes_from_the_cli(cluster, data, undisturbed, tmp_path
     deadline = time.monotonic() + 60
     while cluster.state().get("activeapps") and time.monotonic() < deadline:
         time.sleep(0.5)
-    time.sleep(2)
+    while _block_bytes(cluster, app_id) and time.monotonic() < deadline + 2:
+        time.sleep(0.25)
     after = _block_bytes(cluster, app_id)
     print(f"block files of the killed application: {left} bytes right after the kill, {after} after it ended")
     assert left > 0 and after == 0
 
     r = _submit(cluster, "train.py", *args, "--resume")
     assert "resuming from" in r.stdout + r.stderr
-    np.testing.assert_array_equal(_weights(tmp_path / "model.json"), _weights(undisturbed("tron")))
+    np.testing.assert_array_equal(_weights(tmp_path / "model.json"), reference("tron"))
 
 
-# -- data lake ------------------------------------------------------------------------------------
-def test_jobs_on_a_partitioned_lake_with_where_and_file_uris(cluster, tmp_path):
-    """Every job with ``file://`` URIs on a Hive-partitioned lake filtered by ``--where`` (issue 9)."""
+# -- data lake: every job with ``file://`` URIs on a Hive-partitioned lake filtered by ``--where`` (issue 9)
+WHERE = "day >= '2026-11-02'"
+
+
+@pytest.fixture(scope="module")
+def lake(cluster, tmp_path_factory):
+    """A 3-day Hive-partitioned lake under ``root``, ``uri`` = ``file://root``, the rows the
+    :data:`WHERE` filter keeps, and ``models/m.json`` written there by ``jobs/train.py``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sparkrank.data.block import RankingData
     from sparkrank.datasets import make_ranking_data
-    from sparkrank.training import train
 
-    lake = tmp_path / "lake"
+    root = tmp_path_factory.mktemp("lake-jobs")
     kept = []
     for day in (1, 2, 3):
         part, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, seed=10 + day)
         qid = np.repeat(part.qids + 1000 * day, part.groups.group_sizes)  # distinct groups per day
         X = part.X.toarray()
-        (lake / f"day=2026-11-0{day}").mkdir(parents=True)
+        (root / "lake" / f"day=2026-11-0{day}").mkdir(parents=True)
         pq.write_table(pa.table({"label": part.labels, "qid": qid, "features": [list(r) for r in X]}),
-                       lake / f"day=2026-11-0{day}" / "part-0.parquet")
+                       root / "lake" / f"day=2026-11-0{day}" / "part-0.parquet")
         if day >= 2:
             kept.append((X, part.labels, qid))
-    L, where = f"file://{tmp_path}", "day >= '2026-11-02'"
-    model = tmp_path / "models" / "m.json"
-    _submit(cluster, "train.py", "--input", f"{L}/lake", "--where", where, "--model", f"{L}/models/m.json",
+    uri = f"file://{root}"
+    _submit(cluster, "train.py", "--input", f"{uri}/lake", "--where", WHERE, "--model", f"{uri}/models/m.json",
             "--partitions", "2", *TRON)
-    local = train(RankingData.from_arrays(np.vstack([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
-                                          np.concatenate([k[2] for k in kept])), solver="tron", C=1.0, tol=1e-6)
-    np.testing.assert_allclose(_weights(model), local.weights, rtol=1e-9, atol=1e-12)
+    return root, uri, kept
 
-    _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", where,
+
+def test_lake_train_job_with_where_equals_local_on_the_kept_rows(lake):
+    from sparkrank.data.block import RankingData
+    from sparkrank.training import train
+
+    root, _, kept = lake
+    local = train(RankingData.from_arrays(np.vstack([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
+                                          np.concatenate([k[2] for k in kept])), **SOLVER_KWARGS["tron"])
+    np.testing.assert_allclose(_weights(root / "models" / "m.json"), local.weights, rtol=1e-9, atol=1e-12)
+
+
+def test_lake_predict_job_partitions_by_day_and_never_overwrites(cluster, lake):
+    import pyarrow.parquet as pq
+
+    root, L, _ = lake
+    _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", WHERE,
             "--output", f"{L}/scores", "--partition-by", "day", "--rank")
-    days = sorted(p.name for p in (tmp_path / "scores").iterdir() if p.name.startswith("day="))
+    days = sorted(p.name for p in (root / "scores").iterdir() if p.name.startswith("day="))
     assert days == ["day=2026-11-02", "day=2026-11-03"]
-    assert pq.read_table(tmp_path / "scores").num_rows == 1200
-    r = _submit(cluster, "evaluate.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", where,
-                "--per-query", f"{L}/per_query", "--output-json", f"{L}/metrics.json")
-    assert json.loads((tmp_path / "metrics.json").read_text())["n_rows"] == 1200, r.stdout[-2000:]
-    _submit(cluster, "convert.py", "--input", f"file://{REPO}/sparkrank/sample/train.svmlight",
-            "--output", f"{L}/train.parquet")
-    assert pq.read_table(tmp_path / "train.parquet").num_rows == 3041
-    _submit(cluster, "tune.py", "--input", f"{L}/lake", "--where", where, "--folds", "2", "--C-grid", "0.5", "1",
-            "--model", f"{L}/models/best.json", "--output-json", f"{L}/tune.json")
-    assert json.loads((tmp_path / "tune.json").read_text())["best_C"] in (0.5, 1.0)
+    assert pq.read_table(root / "scores").num_rows == 1200
     # an existing output is never replaced without --overwrite
     again = _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake",
-                    "--where", where, "--output", f"{L}/scores", expect=2)
+                    "--where", WHERE, "--output", f"{L}/scores", expect=2)
     assert "--overwrite" in again.stdout + again.stderr
+
+
+def test_lake_evaluate_job_writes_per_query_and_json(cluster, lake):
+    root, L, _ = lake
+    r = _submit(cluster, "evaluate.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", WHERE,
+                "--per-query", f"{L}/per_query", "--output-json", f"{L}/metrics.json")
+    assert json.loads((root / "metrics.json").read_text())["n_rows"] == 1200, r.stdout[-2000:]
+
+
+def test_lake_convert_job_on_file_uris(cluster, lake):
+    import pyarrow.parquet as pq
+
+    root, L, _ = lake
+    _submit(cluster, "convert.py", "--input", f"file://{REPO}/sparkrank/sample/train.svmlight",
+            "--output", f"{L}/train.parquet")
+    assert pq.read_table(root / "train.parquet").num_rows == 3041
+
+
+def test_lake_tune_job_with_where(cluster, lake):
+    root, L, _ = lake
+    _submit(cluster, "tune.py", "--input", f"{L}/lake", "--where", WHERE, "--folds", "2", "--C-grid", "0.5", "1",
+            "--model", f"{L}/models/best.json", "--output-json", f"{L}/tune.json")
+    assert json.loads((root / "tune.json").read_text())["best_C"] in (0.5, 1.0)
