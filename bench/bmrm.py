@@ -45,7 +45,6 @@ from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.objectives.ranksvm import HingeRisk  # noqa: E402
 from sparkrank.solvers.bmrm import bmrm  # noqa: E402
 from sparkrank.solvers.bundle import DEFAULT_INACTIVE_LIMIT  # noqa: E402
-from sparkrank.solvers.result import STATE_KEY  # noqa: E402
 from sparkrank.standardization import standardized_engine  # noqa: E402
 
 ISSUE_SVMRANK_SECONDS = 232.0  # issue 12 item 3: SVMrank on scaled cadata, C = 1 (not measured here)
@@ -70,8 +69,8 @@ class _LargestBundle:
     def __init__(self):
         self.largest = 0
 
-    def __call__(self, it, w, record):
-        self.largest = max(self.largest, len(record[STATE_KEY]["bundle"]["offsets"]))
+    def __call__(self, record):
+        self.largest = max(self.largest, len(record.state["bundle"]["offsets"]))
 
 
 def run_bmrm(engine, C: float, tol: float, inactive_limit, repeat: int) -> dict:

@@ -96,12 +96,14 @@ def run_to_target(data, solver: str, precondition: bool, f_star: float, max_iter
     spent = {"callback": 0.0}
     state = {}
 
-    def callback(it, w, record):
+    def callback(record):
+        if not record.accepted:
+            return
         t = time.perf_counter()
         model_passes = engine.passes
-        f = record.get("objective", float("nan"))
+        it, f = record.iteration, record.objective
         if not np.isfinite(f):
-            f = training_objective_value(dataclasses.replace(_template, weights=w.copy()), value_engine)
+            f = training_objective_value(dataclasses.replace(_template, weights=record.w.copy()), value_engine)
         spent["callback"] += time.perf_counter() - t
         if f <= f_star * (1 + TARGET):
             state.update(iterations=it, passes=model_passes)

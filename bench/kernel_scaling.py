@@ -22,7 +22,7 @@ from _common import best_time, growth_exponent, table, write_result  # noqa: E40
 
 from sparkrank.datasets import make_ranking_data  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
-from sparkrank.kernels.counting import COUNTING_METHODS  # noqa: E402
+from sparkrank.choices import COUNTING_METHODS  # noqa: E402
 from sparkrank.objectives.ranksvm import HingeRisk, SquaredHingeObjective  # noqa: E402
 
 

@@ -4,7 +4,7 @@ A checkpoint is one JSON file ``<dir>/iter-NNNNNNNN`` written atomically (tempor
 then rename), so a reader never sees half of one, plus ``iter-NNNNNNNN.npz`` (written first)
 when the solver's state has arrays.  It holds the iteration, the solver's current weights (in
 the solver's space: standardized when standardization is on), the solver's own state
-(:data:`~sparkrank.solvers.result.STATE_KEY` of its callback record: TRON's trust-region
+(``state`` of its :class:`~sparkrank.solvers.result.IterationRecord`: TRON's trust-region
 radius; BMRM's cutting planes, Gram matrix and best point; NCG's gradient, direction and step
 memory), the fit's settings and a fingerprint of the training data.  A resumed fit checks
 settings, data and ``n_features`` first and refuses with a clear error when they differ; then
@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .solvers.result import STATE_KEY  # solvers without it (TopPush) resume as a warm start from w
+from .solvers.result import IterationRecord  # solvers without a state (TopPush) resume as a warm start from w
 
 log = logging.getLogger("sparkrank.checkpoints")
 
@@ -91,7 +91,7 @@ def latest(directory: str) -> dict[str, Any] | None:
 
 
 class CheckpointWriter:
-    """A solver ``callback(iteration, w, record)`` writing a checkpoint every ``interval`` iterations.
+    """A solver ``callback(record)`` writing a checkpoint every ``interval`` accepted iterations.
 
     Parameters
     ----------
@@ -108,8 +108,9 @@ class CheckpointWriter:
         self.directory, self.interval, self.meta = directory.rstrip("/"), interval, dict(meta)
         self.written: list[str] = []
 
-    def __call__(self, iteration: int, w: np.ndarray, record: dict[str, Any]) -> None:
-        if iteration % self.interval:
+    def __call__(self, record: IterationRecord) -> None:
+        iteration, w = record.iteration, record.w
+        if not record.accepted or iteration % self.interval:  # a rejected step changed nothing
             return
         if not self.written:
             # an earlier fit's checkpoints (already read if this fit resumes from one) would
@@ -119,13 +120,13 @@ class CheckpointWriter:
                     _delete_checkpoint(self.directory, old)
         path = checkpoint_path(self.directory, iteration)
         arrays: list[np.ndarray] = []
-        state = encode_state(record.get(STATE_KEY) or {}, arrays)
+        state = encode_state(record.state or {}, arrays)
         if arrays:
             buffer = io.BytesIO()
             np.savez(buffer, **{f"a{i}": a for i, a in enumerate(arrays)})
             write_bytes_atomic(path + SIDECAR, buffer.getvalue())
         text = json.dumps({**self.meta, "iteration": int(iteration), "solver_state": state, "arrays": len(arrays),
-                           "record": {k: _plain_value(v) for k, v in record.items() if _is_plain(v)},
+                           "record": {k: _plain_value(v) for k, v in record.as_dict().items() if _is_plain(v)},
                            "weights": [float(v) for v in w]})  # repr of a float64 round-trips exactly
         write_text_atomic(path, text)
         self.written.append(path)

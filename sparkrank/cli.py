@@ -21,14 +21,15 @@ import sys
 import numpy as np
 
 from . import __version__
+from .choices import (COUNTING_METHODS, DEFAULT_COUNTING, DTYPES, NDCG_DISCOUNTS, PLACEMENTS, STANDARDIZATIONS,
+                      ZERO_IDCG_RULES)
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from .data.block import DataError, check_max_features, feature_limit
 from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
 from .io.outputs import WRITE_MODES
-from .kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
 from .spark.errors import ClusterError
-from .training import SOLVERS
+from .solvers.registry import SOLVERS
 
 log = logging.getLogger("sparkrank")
 
@@ -83,7 +84,7 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--where", metavar="SQL",
                    help="row filter applied before anything is built, e.g. \"day >= '2026-11-01'\": Spark SQL "
                         "on Spark; in-process: comparisons, IN, BETWEEN, IS [NOT] NULL, AND/OR/NOT")
-    g.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+    g.add_argument("--dtype", choices=DTYPES, default="float64",
                    help="feature storage precision (default float64)")
     g.add_argument("--label-col", default="label", help="label column (default label)")
     g.add_argument("--qid-col", default="qid", metavar="COL[,COL...]",
@@ -110,40 +111,62 @@ def _add_output_mode(p: argparse.ArgumentParser, what: str) -> None:
                    help="shorthand for --mode overwrite")
 
 
+def _registry_options() -> dict[str, tuple]:
+    """Every solver option of the registry by name: ``(option, names of the solvers that take it)``."""
+    found: dict[str, tuple] = {}
+    for spec in SOLVERS.values():
+        for option in spec.options:
+            first, owners = found.get(option.name, (option, ()))
+            found[option.name] = (first, (*owners, spec.name))
+    return found
+
+
+def _option_flag(option) -> str:
+    """``--name``, or ``--no-name`` for a boolean that is on by default."""
+    flag = option.name.replace("_", "-")
+    return f"--no-{flag}" if option.type is bool and option.default is True else f"--{flag}"
+
+
+def _default_text(option) -> str:
+    if option.default is None or option.type is bool:  # a flag's help says what it switches
+        return ""
+    return f" (default {option.default:g})" if option.type is float else f" (default {option.default})"
+
+
 def _add_solver_options(p: argparse.ArgumentParser) -> None:
+    """One flag per option in the solver registry (:mod:`sparkrank.solvers.registry`)."""
     g = p.add_argument_group("solver-specific options")
-    g.add_argument("--gradient", choices=("fast", "direct"), default=None,
-                   help="ncg: gradient by the ε-exact fast erfc sums (default) or the exact O(m²)-per-query sum")
-    g.add_argument("--epsilon", type=float, default=None,
-                   help="ncg: accuracy ε of the fast erfc sums, relative to Σ|q| (default 1e-6)")
-    g.add_argument("--monitor", action="store_true",
-                   help="ncg: compute the exact log-likelihood every iteration (an O(pairs) pass)")
-    g.add_argument("--threshold", type=float, default=None,
-                   help="toppush: labels above this are positives (default 0)")
-    g.add_argument("--scope", choices=("group", "global"), default=None,
-                   help="toppush: push each query's positives above its own top negative (group, default) "
-                        "or above the top negative of one global ranking")
-    g.add_argument("--no-precondition", dest="precondition", action="store_const", const=False, default=None,
-                   help="tron, ncg: plain CG and the Euclidean stopping rule instead of the diagonal "
-                        "preconditioner and its units-free rule (default on; see README, Conditioning)")
+    for name, (option, owners) in _registry_options().items():
+        text = f"{', '.join(owners)}: {option.help}{_default_text(option)}"
+        if option.type is bool:
+            g.add_argument(_option_flag(option), dest=name, action="store_const", const=not option.default,
+                           default=None, help=text)
+        else:
+            g.add_argument(_option_flag(option), dest=name, type=option.type, choices=option.choices,
+                           default=None, help=text)
 
 
 def _solver_options(args) -> dict:
-    """The solver-specific options given on the command line, checked against ``--solver``."""
-    owners = {"gradient": "ncg", "epsilon": "ncg", "monitor": "ncg", "threshold": "toppush", "scope": "toppush"}
+    """The solver-specific options given on the command line, checked against ``--solver``'s schema."""
+    spec = SOLVERS[args.solver]
     options = {}
-    for name, solver in owners.items():
+    for name, (option, owners) in _registry_options().items():
         value = getattr(args, name)
-        if value is None or value is False:
+        if value is None:
             continue
-        if args.solver != solver:
-            raise ValueError(f"--{name} is an option of --solver {solver}, not {args.solver}")
+        if spec.option(name) is None:
+            raise ValueError(f"{_option_flag(option)} is an option of --solver {' or '.join(owners)}, "
+                             f"not {args.solver}")
         options[name] = value
-    if args.precondition is False:
-        if args.solver not in ("tron", "ncg"):
-            raise ValueError(f"--no-precondition is an option of --solver tron or ncg, not {args.solver}")
-        options["precondition"] = False
-    return options
+    return spec.check_options(options)
+
+
+def _solver_help() -> str:
+    return "; ".join(f"{s.name}: {s.method}" for s in SOLVERS.values()) + " (default tron)"
+
+
+def _tol_help() -> str:
+    return "; ".join(f"{s.name}: {s.tol_meaning} (default {s.default_tol:g})" for s in SOLVERS.values())
 
 
 def _add_engine(p: argparse.ArgumentParser) -> None:
@@ -153,7 +176,7 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                                                                   for e in ENGINES.values()))
     g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077 (implies Spark)")
     g.add_argument("--partitions", type=int, help="Spark blocks to build (default: default parallelism)")
-    g.add_argument("--placement", choices=("auto", "executor", "driver"), default="auto",
+    g.add_argument("--placement", choices=PLACEMENTS, default="auto",
                    help="where the pair counting runs: executor (grouped data, default) or driver")
     g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
@@ -184,16 +207,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(p, "training data")
     p.add_argument("--model", required=True, metavar="OUT",
                    help="where to write the model JSON (checked writable before training; written atomically)")
-    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron",
-                   help="tron: L2-loss RankSVM, trust-region Newton (default); bmrm: L1-loss RankSVM, cutting "
-                        "planes; ncg: log-sigmoid pairwise likelihood (RankNCG), nonlinear CG; toppush: "
-                        "accuracy at the top (TopPush), accelerated projected gradient")
+    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
     reg = p.add_mutually_exclusive_group()
     reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
-    reg.add_argument("--lambda", dest="lam", type=float, help="BMRM-style λ (alternative to -C)")
-    p.add_argument("--tol", type=float, default=None,
-                   help="tron, ncg: relative gradient norm (default 1e-4); bmrm: absolute gap (default 1e-3); "
-                        "toppush: certified relative duality gap (default 1e-3)")
+    reg.add_argument("--lambda", dest="lam", type=float,
+                     help="BMRM-style λ (alternative to -C; solvers "
+                          f"{', '.join(s.name for s in SOLVERS.values() if s.takes_lambda)})")
+    p.add_argument("--tol", type=float, default=None, help=_tol_help())
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
@@ -202,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_checkpoint_options(p, "the solver's state during the fit",
                             "from the newest checkpoint in --checkpoint-dir (same data and settings; TRON, BMRM "
                             "and NCG continue bit for bit, TopPush from its weights)")
-    p.add_argument("--standardization", choices=("none", "minmax", "standard"), default="none",
+    p.add_argument("--standardization", choices=STANDARDIZATIONS, default="none",
                    help="scale features before training (stored in the model, applied at predict); an exact "
                         "reparametrisation for any solver (default none)")
     _add_solver_options(p)
@@ -234,9 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model JSON")
     _add_input(p, "labelled rows")
     p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10], help="NDCG cut-offs (default 1 3 5 10)")
-    p.add_argument("--ndcg-discount", choices=("letor", "yahoo"), default=DEFAULT_NDCG_DISCOUNT,
+    p.add_argument("--ndcg-discount", choices=NDCG_DISCOUNTS, default=DEFAULT_NDCG_DISCOUNT,
                    help="letor: 1/log2(max(2,i)) (default); yahoo: 1/log2(i+1)")
-    p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
+    p.add_argument("--zero-idcg", choices=ZERO_IDCG_RULES, default=DEFAULT_ZERO_IDCG,
                    help="NDCG of queries whose labels are all 0 (default zero, as LETOR's script)")
     p.add_argument("--per-query", metavar="URI",
                    help="also write per-query metrics: a CSV file when the name ends in .csv (text quoted, "
@@ -351,6 +371,7 @@ def _cmd_train(args) -> int:
     from .io.outputs import check_output_file
     from .training import train
 
+    solver_options = _solver_options(args)  # bad options fail before any Spark job
     inputs = _Inputs(args)
     check_output_file(args.model, inputs.spark)  # a bad --model path fails now, not after training
     if args.report:
@@ -370,7 +391,7 @@ def _cmd_train(args) -> int:
         start = _checkpoints(args, engine, w0)
         model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
                       counting=args.counting, max_iter=args.max_iter, w0=start.w0,
-                      solver_options=_solver_options(args), standardization=args.standardization,
+                      solver_options=solver_options, standardization=args.standardization,
                       callback=start.callback, resume=start.solver_state)
     _remember_source(model, inputs)
     model.save(args.model)
@@ -413,7 +434,7 @@ def _checkpoints(args, engine, w0):
     from .checkpoints import begin
     from .training import resolve_c
 
-    settings = {"solver": args.solver, "C": resolve_c(engine, args.C, args.lam), "tol": args.tol,
+    settings = {"solver": args.solver, "C": resolve_c(engine, args.C, args.lam, args.solver), "tol": args.tol,
                 "counting": args.counting, "options": _solver_options(args),
                 "standardization": args.standardization}
     return begin(args.checkpoint_dir, interval=args.checkpoint_interval, resume=args.resume,
@@ -643,7 +664,7 @@ def _add_tune_and_report(sub) -> None:
                       help="C values to try (default: 2^-15 .. 2^10, lee-lin2014 §4.4)")
     grid.add_argument("--C-range", dest="C_range", type=int, nargs=2, metavar=("LOW", "HIGH"),
                       help="try C = 2^LOW, 2^(LOW+1), ..., 2^HIGH")
-    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help="solver (default tron)")
+    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
     p.add_argument("--metric", default=DEFAULT_METRIC, help=f"validation metric: {METRICS_HELP} "
                                                             f"(default {DEFAULT_METRIC})")
     p.add_argument("--tol", type=float, default=None,
@@ -654,9 +675,9 @@ def _add_tune_and_report(sub) -> None:
                    help="pair-counting structure (default selection tree)")
     p.add_argument("--cold-start", action="store_true", help="train every C from w = 0 (for comparison)")
     p.add_argument("--seed", type=int, default=0, help="fold assignment seed (default 0)")
-    p.add_argument("--ndcg-discount", choices=("letor", "yahoo"), default=DEFAULT_NDCG_DISCOUNT,
+    p.add_argument("--ndcg-discount", choices=NDCG_DISCOUNTS, default=DEFAULT_NDCG_DISCOUNT,
                    help="NDCG discount (default letor)")
-    p.add_argument("--zero-idcg", choices=("zero", "one", "skip"), default=DEFAULT_ZERO_IDCG,
+    p.add_argument("--zero-idcg", choices=ZERO_IDCG_RULES, default=DEFAULT_ZERO_IDCG,
                    help="NDCG of queries whose labels are all 0 (default zero)")
     p.add_argument("--model", metavar="OUT", help="write the best model (refit on all of --input after k-fold)")
     p.add_argument("--output-json", metavar="URI", help="write the per-C table and the best C as JSON")
@@ -697,6 +718,7 @@ def _cmd_tune(args) -> int:
     from .io.outputs import check_output_file
     from .selection import SparkSource, tune
 
+    solver_options = _solver_options(args)  # bad options fail before any Spark job
     inputs = _Inputs(args, extra_uris=(args.valid,) if args.valid else ())
     for path in (args.model, args.output_json):
         if path:
@@ -705,7 +727,7 @@ def _cmd_tune(args) -> int:
         _check_report_dir(args.report, inputs.spark)
     opts = dict(C_grid=_c_grid(args), folds=args.folds, solver=args.solver, metric=args.metric, tol=args.tol,
                 counting=args.counting, max_iter=args.max_iter, cold_start=args.cold_start, seed=args.seed,
-                discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=_solver_options(args),
+                discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=solver_options,
                 checkpoint_dir=args.checkpoint_dir, checkpoint_interval=args.checkpoint_interval, resume=args.resume)
     train_source = inputs.source()
     valid_source = inputs.source([args.valid]) if args.valid else None

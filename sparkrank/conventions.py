@@ -24,8 +24,8 @@ Regularisation: λ and C
 * LIBLINEAR / lee-lin2014: ``f(w) = ½‖w‖² + C Σ_P loss``.
 
 Dividing ``J`` by ``2λ`` gives ``½‖w‖² + (1/(2λN)) Σ_P loss``, so the two have the same
-minimiser when ``C = 1 / (2 λ N)``.  :func:`lambda_from_c` and :func:`c_from_lambda` are
-the only implementation of that conversion.  SVMrank divides its ``-c`` by the number of
+minimiser when ``C = 1 / (2 λ N)``.  :class:`LambdaForm` is the only implementation of this
+and every other λ↔C conversion below.  SVMrank divides its ``-c`` by the number of
 training queries: ``C_liblinear = C_svmrank / n_queries`` (see :func:`c_from_svmrank`).
 
 * raykar2007 (RankNCG) maximises ``L(w) = -(λ/2)‖w‖² + Σ_P log σ(w·(x_u - x_l))``.
@@ -63,6 +63,7 @@ zero (all labels 0) has undefined NDCG; by default it scores 0 like LETOR's
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -85,38 +86,78 @@ def is_support_pair(p_upper: float, p_lower: float, margin: float = MARGIN) -> b
     return p_upper < p_lower + margin
 
 
+@dataclass(frozen=True)
+class LambdaForm:
+    """A paper's λ form ``q·λ‖w‖² + (1/n) Σ loss`` and its one conversion to LIBLINEAR's C.
+
+    Dividing by ``2qλ`` gives ``½‖w‖² + (1/(2qλn)) Σ loss``, LIBLINEAR's form with
+    ``C = 1/(2qλn)`` (``n = 1`` when the paper's sum is not normalised).
+
+    Attributes
+    ----------
+    quadratic : float
+        ``q``: 1 for airola2011's ``λ‖w‖²``, ½ for ``(λ/2)‖w‖²`` (li2014, raykar2007).
+    normaliser : str or None
+        What the loss sum is divided by (``"pairs"``, ``"positives"``), None when it is not.
+    """
+
+    quadratic: float
+    normaliser: str | None
+
+    def lambda_from_c(self, c: float, n: int = 1) -> float:
+        """λ of this form equivalent to LIBLINEAR's ``C`` (``n``: the normaliser's count)."""
+        _check_positive(c, "C")
+        self._check_count(n)
+        return 1.0 / (2.0 * self.quadratic * c * n)
+
+    def c_from_lambda(self, lam: float, n: int = 1) -> float:
+        """LIBLINEAR's ``C`` equivalent to λ of this form."""
+        _check_positive(lam, "lambda")
+        self._check_count(n)
+        return 1.0 / (2.0 * self.quadratic * lam * n)
+
+    def _check_count(self, n: int) -> None:
+        if self.normaliser is None:
+            if n != 1:
+                raise ValueError("this λ form has no normaliser; n must be 1")
+        elif n <= 0:
+            raise ValueError(_EMPTY[self.normaliser])
+
+
+_EMPTY = {"pairs": "the data has no preference pairs (every group has a single label level)",
+          "positives": "TopPush needs at least one positive row in a group that also has a negative"}
+
+#: airola2011 (BMRM): ``λ‖w‖² + (1/N) Σ_P loss``, ``C = 1/(2λN)``.
+RANKSVM_LAMBDA = LambdaForm(1.0, "pairs")
+#: raykar2007 (RankNCG): ``(λ/2)‖w‖² + Σ_P loss`` (the negated MAP estimator), ``C = 1/λ``.
+RAYKAR_LAMBDA = LambdaForm(0.5, None)
+#: li2014 (TopPush): ``(λ/2)‖w‖² + (1/m) Σ_i ℓ``, ``C = 1/(λm)``.
+TOPPUSH_LAMBDA = LambdaForm(0.5, "positives")
+
+
 def lambda_from_c(c: float, n_pairs: int) -> float:
     """λ of ``λ‖w‖² + (1/N)Σ loss`` equivalent to LIBLINEAR's ``C``: ``λ = 1/(2 C N)``."""
-    _check_positive(c, "C")
-    _check_pairs(n_pairs)
-    return 1.0 / (2.0 * c * n_pairs)
+    return RANKSVM_LAMBDA.lambda_from_c(c, n_pairs)
 
 
 def c_from_lambda(lam: float, n_pairs: int) -> float:
     """LIBLINEAR's ``C`` equivalent to λ of ``λ‖w‖² + (1/N)Σ loss``: ``C = 1/(2 λ N)``."""
-    _check_positive(lam, "lambda")
-    _check_pairs(n_pairs)
-    return 1.0 / (2.0 * lam * n_pairs)
+    return RANKSVM_LAMBDA.c_from_lambda(lam, n_pairs)
 
 
 def raykar_lambda_from_c(c: float) -> float:
     """raykar2007's λ of ``-(λ/2)‖w‖² + Σ_P log σ`` for LIBLINEAR's ``C``: ``λ = 1/C``."""
-    _check_positive(c, "C")
-    return 1.0 / c
+    return RAYKAR_LAMBDA.lambda_from_c(c)
 
 
 def c_from_raykar_lambda(lam: float) -> float:
     """LIBLINEAR's ``C`` for raykar2007's λ: ``C = 1/λ``."""
-    _check_positive(lam, "lambda")
-    return 1.0 / lam
+    return RAYKAR_LAMBDA.c_from_lambda(lam)
 
 
 def toppush_lambda_from_c(c: float, n_positives: int) -> float:
     """li2014's λ of ``(λ/2)‖w‖² + (1/m)Σ_i ℓ`` for LIBLINEAR's ``C``: ``λ = 1/(C m)``."""
-    _check_positive(c, "C")
-    if n_positives <= 0:
-        raise ValueError("TopPush needs at least one positive row in a group that also has a negative")
-    return 1.0 / (c * n_positives)
+    return TOPPUSH_LAMBDA.lambda_from_c(c, n_positives)
 
 
 def c_from_svmrank(c_svmrank: float, n_queries: int) -> float:
@@ -147,9 +188,6 @@ def _check_positive(value: float, name: str) -> None:
         raise ValueError(f"{name} must be a finite positive number, got {value!r}")
 
 
-def _check_pairs(n_pairs: int) -> None:
-    if n_pairs <= 0:
-        raise ValueError("the data has no preference pairs (every group has a single label level)")
 
 #: The score column sparkrank adds everywhere (``predict`` on Spark, per-query metrics,
 #: pyspark.ml ``predictionCol``); ``--prediction-col`` renames it in ``predict``'s output.

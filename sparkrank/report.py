@@ -1,7 +1,7 @@
 """Pictures of a training run or a model selection, as PNG files (matplotlib, Agg backend).
 
-* :func:`plot_convergence`: objective and gradient norm (TRON) or gap (BMRM) per
-  iteration and over wall time, log scale, from ``model.summary["history"]``; several
+* :func:`plot_convergence`: objective and stopping measure (each iteration record's: gradient
+  ratio for TRON/NCG, gap for BMRM, relative duality gap for TopPush) per iteration and over wall time, log scale, from ``model.summary["history"]``; several
   models overlay in one figure.
 * :func:`plot_metric_vs_c`: validation metric against ``log2 C`` from a
   :func:`sparkrank.selection.tune` result (fold spread as error bars, the best ``C``
@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .data.block import RankingData
+from .solvers.result import accepted_records
 
 FIGSIZE = (12.0, 8.0)
 DPI = 100
@@ -66,29 +67,22 @@ def _save(fig, path: str | Path) -> Path | str:
 # ----------------------------------------------------------------------------- convergence
 
 
-#: History keys plotted as "the objective", first present wins (APG/TopPush records its
-#: dual objective and the primal at the search point instead of ``objective``).
-OBJECTIVE_KEYS = ("objective", "primal_at_search_point", "dual_objective")
-
-
-def _history_series(history: Sequence[dict]) -> tuple[dict[str, np.ndarray], str, str | None]:
-    """Series of accepted iterations, the objective key used, and the progress measure (or None)."""
-    # TRON records rejected trust-region steps too (same iteration number); they do not move w
-    recs = [r for r in history if r.get("accepted", True)]
+def _history_series(history: Sequence[dict]) -> tuple[dict[str, np.ndarray], str]:
+    """Series of accepted iterations (objective and stopping measure) and the measure's name."""
+    recs = accepted_records(list(history))
     if not recs:
         raise ValueError("the model has no iteration history (trained with 0 iterations or by an old version)")
-    key = next((k for k in OBJECTIVE_KEYS if k in recs[0]), None)
-    if key is None:
-        raise ValueError(f"the iteration history has none of {', '.join(OBJECTIVE_KEYS)}")
-    measure = "gap" if "gap" in recs[0] else "grad_norm" if "grad_norm" in recs[0] else None
     out = {
-        "iter": np.array([r["iter"] for r in recs], dtype=float),
-        "seconds": np.array([r["seconds"] for r in recs], dtype=float),
-        "objective": np.array([r[key] for r in recs], dtype=float),
+        "iter": np.array([r.iteration for r in recs], dtype=float),
+        "seconds": np.array([r.seconds for r in recs], dtype=float),
+        "objective": np.array([r.objective for r in recs], dtype=float),
+        "measure": np.array([r.measure for r in recs], dtype=float),
     }
-    if measure:
-        out[measure] = np.array([r[measure] for r in recs], dtype=float)
-    return out, key, measure
+    return out, recs[0].measure_name
+
+
+#: Axis names of the stopping measures.
+MEASURE_NAMES = {"grad_ratio": "‖∇f(w)‖/‖∇f(0)‖", "gap": "gap", "relative_gap": "relative gap"}
 
 
 def _positive(v: np.ndarray) -> np.ndarray:
@@ -117,20 +111,19 @@ def plot_convergence(models: Sequence[tuple[str, Any]], path: str | Path, *, tit
     all_positive = True  # a dual objective can be negative: then the top row stays linear
     for label, model in models:
         history = model if isinstance(model, (list, tuple)) else model.summary.get("history", [])
-        s, key, measure = _history_series(history)
+        s, measure = _history_series(history)
         measures.add(measure)
         finite = s["objective"][np.isfinite(s["objective"])]
         all_positive &= bool(np.all(finite > 0))
-        name = label if key == "objective" else f"{label} ({key.replace('_', ' ')})"
+        name = label
         if finite.size == 0:  # e.g. RankNCG's fast gradient does not evaluate the objective
             name += " (objective not recorded)"
         for col, x in enumerate(("iter", "seconds")):
             line, = axes[0, col].plot(s[x], s["objective"], marker="o", ms=3, label=name)
             if measure:
-                axes[1, col].plot(s[x], _positive(s[measure]), marker="o", ms=3, color=line.get_color(),
-                                  label=f"{label} ({'gap' if measure == 'gap' else '‖∇f‖'})")
-    names = {"gap": "gap", "grad_norm": "‖∇f(w)‖"}
-    lower = " / ".join(names[m] for m in sorted(m for m in measures if m)) or "(no progress measure)"
+                axes[1, col].plot(s[x], _positive(s["measure"]), marker="o", ms=3, color=line.get_color(),
+                                  label=f"{label} ({MEASURE_NAMES.get(measure, measure)})")
+    lower = " / ".join(MEASURE_NAMES.get(m, m) for m in sorted(m for m in measures if m)) or "(no progress measure)"
     for col, xlabel in enumerate(("iteration", "wall time since solver start (s)")):
         axes[0, col].set_ylabel("training objective" + (", log scale" if all_positive else ""))
         axes[1, col].set_ylabel(f"{lower}, log scale")
@@ -304,7 +297,7 @@ def write_training_report(model, directory: str | Path, *, data: RankingData | N
     directory = str(directory)
     out = []
     # a warm-started model (tune) may have run 0-1 iterations: one point is no convergence picture
-    if len([r for r in model.summary.get("history", []) if r.get("accepted", True)]) >= 2:
+    if len(accepted_records(model.summary.get("history", []))) >= 2:
         name = label or f"{model.solver} C={model.C:.4g}"
         out.append(plot_convergence([(name, model)], join(directory, "convergence.png")))
     if data is not None:

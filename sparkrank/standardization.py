@@ -29,16 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from .choices import check_choice
+from .choices import STANDARDIZATIONS, check_choice
 from .engines.base import Engine, FeatureStatistics
 from .engines.scaled import ScaledEngine
 
-KINDS = ("none", "minmax", "standard")
+
 
 
 def check_kind(kind: str) -> str:
     """``kind`` if it is a known standardization, else a ``ValueError`` naming the choices."""
-    return check_choice(kind, KINDS, "standardization")
+    return check_choice(kind, STANDARDIZATIONS, "standardization")
 
 
 @dataclass(frozen=True)

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from .conventions import c_from_lambda, lambda_from_c
+from .choices import DEFAULT_COUNTING
+from .conventions import c_from_lambda
 from .data.block import DataError, RankingData
 from .engines.base import Engine
 from .engines.local import LocalEngine
-from .kernels.counting import DEFAULT_COUNTING, check_counting_method
+from .kernels.counting import check_counting_method
 from .model import RankingModel
 from .objectives.base import Objective
-from .objectives.ranknet import RankNetObjective
-from .objectives.ranksvm import HingeRisk, SquaredHingeObjective
-from .objectives.toppush import TopPushObjective
-from .solvers.apg import apg
-from .solvers.bmrm import bmrm
-from .solvers.ncg import ncg
-from .solvers.result import IterationCallback, SolverResult
+from .solvers.registry import solver_spec
+from .solvers.callbacks import EngineProgress, compose
+from .solvers.result import IterationCallback
 from .solvers.safeguards import NonFiniteError, start_point
-from .solvers.tron import tron
 from .standardization import standardized_engine
 
 log = logging.getLogger("sparkrank")
@@ -31,53 +25,14 @@ log = logging.getLogger("sparkrank")
 DEFAULT_C = 1.0
 
 
-@dataclass(frozen=True)
-class SolverSpec:
-    """How a solver name maps to an objective and an optimiser."""
-
-    name: str
-    loss: str
-    make_objective: Callable[..., Objective]
-    """``(engine, C, counting, **options) -> Objective``."""
-    run: Callable[..., SolverResult]
-    """``(objective, w0, *, tol, max_iter, callback=None) -> SolverResult``."""
-    default_max_iter: int
-    default_tol: float = 1e-3
-    warm_start: bool = True
-    """Whether ``run`` accepts a starting ``w0`` (a dual method such as TopPush does not)."""
-    run_options: tuple[str, ...] = ()
-    """Keys of ``solver_options`` that go to ``run`` (the optimiser) instead of the objective."""
-
-
-SOLVERS: dict[str, SolverSpec] = {
-    # run option: precondition=True|False (diagonal PCG, see sparkrank.solvers.tron)
-    # default tol 1e-4 (LIBLINEAR: 1e-3): in the preconditioned, units-free norm 1e-3 left MQ2008's
-    # objective 1.5e-4 above the optimum, 1e-4 left 6e-6 for 3-4 more Newton steps (README, Conditioning)
-    "tron": SolverSpec("tron", "L2 squared hinge (lee-lin2014)", SquaredHingeObjective, tron, 1000, 1e-4,
-                       run_options=("precondition",)),
-    "bmrm": SolverSpec("bmrm", "L1 hinge (airola2011)", HingeRisk.from_c, bmrm, 5000),
-    # options: threshold=0.0 (label > threshold is positive), scope="group"|"global" (see TopPushObjective)
-    # tol: certified relative duality gap (see sparkrank.solvers.apg)
-    "toppush": SolverSpec("toppush", "TopPush: positives above the top negative (li2014)", TopPushObjective, apg,
-                          5000, 1e-3, warm_start=False),
-    # options: gradient="fast"|"direct", epsilon=1e-6, monitor=bool (see RankNetObjective);
-    # run option: precondition=True|False (see sparkrank.solvers.ncg)
-    "ncg": SolverSpec("ncg", "log-sigmoid pairwise likelihood (raykar2007)", RankNetObjective, ncg, 1000, 1e-4,
-                      run_options=("precondition",)),
-}
-
-
-def solver_spec(name: str) -> SolverSpec:
-    if name not in SOLVERS:
-        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
-    return SOLVERS[name]
-
-
-def resolve_c(engine: Engine, C: float | None, lam: float | None) -> float:
-    """The LIBLINEAR ``C`` from either ``C`` or ``λ`` (exactly one, or neither for the default)."""
+def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = "tron") -> float:
+    """The LIBLINEAR ``C`` from either ``C`` or BMRM's ``λ`` (exactly one, or neither for the default)."""
     if C is not None and lam is not None:
         raise ValueError("give either C or lambda, not both")
     if lam is not None:
+        if not solver_spec(solver).takes_lambda:
+            raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
+                             "(see sparkrank.conventions for its own λ)")
         return c_from_lambda(lam, engine.summary.n_pairs)
     return DEFAULT_C if C is None else float(C)
 
@@ -87,12 +42,14 @@ def make_objective(
 ) -> Objective:
     """The training objective of ``solver`` with LIBLINEAR-convention ``C`` on ``engine``'s data.
 
-    ``options`` are solver-specific keyword options (see each solver's objective); the
-    optimiser's own (:attr:`SolverSpec.run_options`, e.g. ``precondition``) are ignored here.
+    ``options`` are ``solver``'s options (:class:`~sparkrank.solvers.registry.SolverSpec`,
+    checked); the optimiser's own (e.g. ``precondition``) are not the objective's and are left out.
     """
     spec = solver_spec(solver)
-    options = {k: v for k, v in options.items() if k not in spec.run_options}
-    return spec.make_objective(engine, C, check_counting_method(counting), **options)
+    objective_options, _ = spec.split_options(options)
+    if spec.counts_pairs:
+        objective_options["counting"] = check_counting_method(counting)
+    return spec.make_objective(engine, C, **objective_options)
 
 
 def train(
@@ -116,8 +73,8 @@ def train(
     ----------
     data : RankingData or Engine
         Training rows (wrapped in a :class:`LocalEngine`) or an engine.
-    solver : {"tron", "bmrm", "ncg", "toppush"}
-        ``tron``: L2-loss RankSVM by trust-region Newton; ``bmrm``: L1-loss RankSVM by
+    solver : str
+        A name in :data:`sparkrank.solvers.registry.SOLVERS`: ``tron``: L2-loss RankSVM by trust-region Newton; ``bmrm``: L1-loss RankSVM by
         cutting planes; ``ncg``: log-sigmoid pairwise likelihood (RankNCG) by nonlinear CG;
         ``toppush``: accuracy at the top (TopPush) by accelerated projected gradient.
     C, lam : float, optional
@@ -132,10 +89,12 @@ def train(
     w0 : ndarray, optional
         Warm start.
     solver_options : dict, optional
-        Solver-specific keyword options handed to the solver's objective, except the
-        optimiser's own (``precondition=False`` for plain TRON/NCG), handed to the solver.
+        The solver's options (its registry entry's schema: an unknown name or a bad value is a
+        ``ValueError`` before any engine pass); each goes to the objective or the optimiser.
     callback : callable, optional
-        ``callback(iteration, w, record)`` after every solver iteration.
+        ``callback(record)`` after every solver iteration
+        (:class:`~sparkrank.solvers.result.IterationRecord`; compose several with
+        :func:`sparkrank.solvers.callbacks.compose`).
     standardization : {"none", "minmax", "standard"}
         Train on per-feature standardized features (one statistics pass, then the exact
         reparametrisation of :mod:`sparkrank.standardization`); the model stores it and
@@ -143,38 +102,39 @@ def train(
         ``weights`` are then on the standardized features.
     resume : dict, optional
         The solver's own state from a checkpoint (:mod:`sparkrank.checkpoints`), with ``w0``
-        the checkpoint's weights: the fit continues exactly where that run was.
+        the checkpoint's weights: the fit continues exactly where that run was (a solver whose
+        registry entry has ``resumes=False`` keeps no state: it warm-starts from ``w0``).
 
     Returns
     -------
     RankingModel
     """
     spec = solver_spec(solver)
-    if lam is not None and solver not in ("tron", "bmrm"):
-        raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
-                         "(see sparkrank.conventions for its own λ)")
+    options, run_options = spec.split_options(solver_options)  # bad options fail before any engine pass
+    check_counting_method(counting)
     engine = LocalEngine(data) if isinstance(data, RankingData) else data
-    C = resolve_c(engine, C, lam)
+    C = resolve_c(engine, C, lam, solver)
     summary = engine.summary
     log.info(
         "training %s (%s): %d rows, %d features, %d groups (%d without pairs), %d pairs, C=%g",
         solver, spec.loss, summary.n_rows, summary.n_features, summary.n_groups,
         summary.n_groups_without_pairs, summary.n_pairs, C,
     )
-    options = dict(solver_options or {})
-    run_options = {k: options.pop(k) for k in spec.run_options if k in options}
     tol = spec.default_tol if tol is None else float(tol)
     if w0 is not None:
         if np.shape(w0) != (summary.n_features,):
             raise ValueError(f"initial weights have shape {np.shape(w0)}, expected ({summary.n_features},)")
         w0 = start_point(w0, summary.n_features)  # non-finite initial weights are an error
     engine, standardizer = standardized_engine(engine, standardization)
-    objective = _WithEngineProgress(make_objective(engine, solver, C, counting, **options), engine)
+    objective = make_objective(engine, solver, C, counting, **options)
+    # the engine's work (rows, groups, passes on Spark) joins every record before the caller sees it
+    callback = compose(EngineProgress(engine), callback)
     try:
         # overflow is detected and reported (NonFiniteError), not warned about on the way
         with np.errstate(over="ignore", invalid="ignore"):
             result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
-                              callback=callback, **run_options, **({"resume": resume} if resume else {}))
+                              callback=callback, **run_options,
+                              **({"resume": resume} if resume and spec.resumes else {}))
     except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
         diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
         if not diagnosis:
@@ -193,7 +153,7 @@ def train(
         weights=result.w,
         solver=solver,
         C=C,
-        lam=float(objective.lam if hasattr(objective, "lam") else lambda_from_c(C, summary.n_pairs)),
+        lam=float(objective.lam),
         tol=tol,
         counting=counting,
         options={**options, **run_options},
@@ -211,7 +171,7 @@ def train(
             "n_groups": summary.n_groups,
             "n_groups_without_pairs": summary.n_groups_without_pairs,
             "n_pairs": summary.n_pairs,
-            **(objective.facts() if hasattr(objective, "facts") else {}),
+            **objective.facts(),
         },
     )
 
@@ -244,30 +204,6 @@ def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False) -> s
     if top == 0:
         return "every feature is zero on every row: there is nothing to learn"
     return "" if only_extreme else f"feature magnitudes look ordinary (largest |x| {top:.3g}, feature {k + 1})"
-
-
-class _WithEngineProgress:
-    """The objective, with the engine's work since the last iteration added to its progress facts.
-
-    Solvers put ``progress(w)`` into each iteration's record and log line, so on Spark every
-    line also says how many rows and groups the executors processed in how many passes.
-    """
-
-    def __init__(self, objective: Objective, engine: Engine):
-        self._objective, self._engine = objective, engine
-
-    def __getattr__(self, name):
-        return getattr(self._objective, name)
-
-    def progress(self, w: np.ndarray) -> dict:
-        return {**self._objective.progress(w), **self._engine.progress()}
-
-    def close(self) -> None:
-        self._objective.close()
-
-    def engine_progress(self) -> dict:
-        """Only the engine's work (for solvers whose objective progress would cost a pass)."""
-        return self._engine.progress()
 
 
 def training_objective_value(model: RankingModel, engine: Engine) -> float:

@@ -13,7 +13,6 @@ from sparkrank.engines.local import LocalEngine
 from sparkrank.objectives.ranksvm import HingeRisk
 from sparkrank.solvers.bmrm import bmrm
 from sparkrank.solvers.bundle import SimplexQPSolution, solve_simplex_qp
-from sparkrank.solvers.result import STATE_KEY
 from test_solvers import explicit_l1_optimum, problem
 
 
@@ -37,8 +36,8 @@ class _Bundles:
         self.sizes: list[int] = []
         self.pruned = 0
 
-    def __call__(self, it, w, record):
-        state = record[STATE_KEY]["bundle"]
+    def __call__(self, record):
+        state = record.state["bundle"]
         self.sizes.append(len(state["offsets"]))
         self.pruned = state["pruned"]
 
@@ -111,9 +110,9 @@ def test_resume_with_a_pruned_bundle_is_bitwise(tmp_path):
 
     writer = CheckpointWriter(str(tmp_path), 1, {"solver": "bmrm"})
 
-    def kill(it, w, record):
-        writer(it, w, record)
-        if it == kill_at:
+    def kill(record):
+        writer(record)
+        if record.iteration == kill_at:
             raise Killed
 
     with pytest.raises(Killed):

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparkrank.data.groups import QueryGroups
-from sparkrank.kernels.counting import COUNTING_METHODS, count_support_pairs, sort_within_groups
+from sparkrank.choices import COUNTING_METHODS
+from sparkrank.kernels.counting import count_support_pairs, sort_within_groups
 
 FAST_METHODS = [m for m in COUNTING_METHODS if m != "pairs"]
 

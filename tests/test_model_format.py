@@ -14,8 +14,9 @@ import pytest
 from sparkrank.data.io import read_ranking_data
 from sparkrank.data.svmlight import write_svmlight
 from sparkrank.model import FORMAT_VERSION, RankingModel, convergence_report
-from sparkrank.standardization import KINDS
-from sparkrank.training import SOLVERS, train
+from sparkrank.choices import STANDARDIZATIONS
+from sparkrank.solvers.registry import SOLVERS
+from sparkrank.training import train
 
 DATA = Path(__file__).parent / "data"
 SAMPLE = Path(__file__).resolve().parents[1] / "sparkrank" / "sample"
@@ -27,7 +28,7 @@ def sample():
     return train_data, read_ranking_data(SAMPLE / "test.svmlight", n_features=train_data.n_features)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", STANDARDIZATIONS)
 @pytest.mark.parametrize("solver", list(SOLVERS))
 def test_json_weights_apply_to_raw_features_as_predict_does(sample, tmp_path, solver, kind):
     train_data, test_data = sample
@@ -47,7 +48,7 @@ def test_json_weights_apply_to_raw_features_as_predict_does(sample, tmp_path, so
     np.testing.assert_array_equal(again.predict(test_data), model.predict(test_data))
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", STANDARDIZATIONS)
 def test_version_1_files_load_and_predict_the_same(sample, kind):
     _, test_data = sample
     path = DATA / f"model_v1_tron_{kind}.json"

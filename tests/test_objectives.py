@@ -11,7 +11,7 @@ from conftest import explicit_pairs
 from sparkrank.conventions import c_from_lambda, lambda_from_c
 from sparkrank.data.block import DataError, RankingData
 from sparkrank.engines.local import LocalEngine
-from sparkrank.kernels.counting import COUNTING_METHODS
+from sparkrank.choices import COUNTING_METHODS
 from sparkrank.objectives.ranksvm import HingeRisk, SquaredHingeObjective
 
 

@@ -170,7 +170,7 @@ def test_ncg_direct_reaches_scipy_optimum(levels):
     w_ref = scipy_optimum(exact_fun(pair_differences(data), C), data.n_features)
     records = []
     res = ncg(RankNetObjective(LocalEngine(data), C, gradient="direct"), tol=1e-10, max_iter=500,
-              callback=lambda it, w, rec: records.append((it, rec["grad_norm"])))
+              callback=lambda rec: records.append((rec.iteration, rec.extras["grad_norm"])))
     assert res.converged, res.message
     assert np.max(np.abs(res.w - w_ref)) <= 1e-5 * np.max(np.abs(w_ref))
     assert [r[0] for r in records] == list(range(1, res.iterations + 1)) == [h["iter"] for h in res.history]

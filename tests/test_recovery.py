@@ -41,8 +41,8 @@ def _store_dir(engine: SparkEngine) -> str:
 def _drop_states_after(engine: SparkEngine, iteration: int, dropped: list):
     """A solver callback deleting every kept kernel state once ``iteration`` is done."""
 
-    def callback(it, w, record):
-        if it == iteration:
+    def callback(record):
+        if record.accepted and record.iteration == iteration:
             files = glob.glob(os.path.join(_store_dir(engine), "part-*", "state-*.pkl"))
             for f in files:
                 os.remove(f)

@@ -54,7 +54,7 @@ def test_convergence_of_several_models(small, tmp_path):
 
 
 def test_convergence_of_every_registered_solver(tmp_path):
-    from sparkrank.training import SOLVERS
+    from sparkrank.solvers.registry import SOLVERS
 
     data, _ = make_ranking_data(300, 4, rows_per_group=20, n_levels=2, seed=3)
     models = [(name, train(data, solver=name, C=0.25, max_iter=15)) for name in SOLVERS]

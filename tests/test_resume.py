@@ -40,9 +40,9 @@ def _fit(engine, solver, directory, resume, kill_after=None):
     settings = {"solver": solver, **SETTINGS[solver]}
     start = begin(directory, interval=1, resume=resume, engine=engine, settings=settings)
 
-    def callback(it, w, record):
-        start.callback(it, w, record)
-        if kill_after is not None and it == kill_after:
+    def callback(record):
+        start.callback(record)
+        if kill_after is not None and record.accepted and record.iteration == kill_after:
             raise Killed
 
     return train(engine, solver=solver, C=settings["C"], tol=settings["tol"], w0=start.w0,
@@ -86,26 +86,26 @@ def _rows(result):
 
 def _kill_fit(monkeypatch, fit_number: int, after_iteration: int):
     """Make the ``fit_number``-th fit of the next search raise after ``after_iteration``'s checkpoint."""
-    from sparkrank import selection
+    from sparkrank.selection import driver
 
     fits = []
 
     def killing_train(*args, callback=None, **kwargs):
         fits.append(1)
         if len(fits) == fit_number:
-            def kill(it, w, record):
+            def kill(record):
                 if callback is not None:  # the checkpoint writer (none for TopPush)
-                    callback(it, w, record)
-                if it == after_iteration:
+                    callback(record)
+                if record.accepted and record.iteration == after_iteration:
                     raise Killed
             return train(*args, callback=kill, **kwargs)
         return train(*args, callback=callback, **kwargs)
 
-    monkeypatch.setattr(selection, "train", killing_train)
+    monkeypatch.setattr(driver, "train", killing_train)
 
 
 def _count_fits(monkeypatch) -> list:
-    from sparkrank import selection
+    from sparkrank.selection import driver
 
     fits: list = []
 
@@ -113,7 +113,7 @@ def _count_fits(monkeypatch) -> list:
         fits.append(kwargs["C"])
         return train(*args, **kwargs)
 
-    monkeypatch.setattr(selection, "train", counting_train)
+    monkeypatch.setattr(driver, "train", counting_train)
     return fits
 
 

@@ -19,14 +19,14 @@ from sparkrank.model import RankingModel
 from sparkrank.selection import (
     DEFAULT_C_GRID,
     SparkSource,
-    _local_split,
     c_grid_from_range,
     check_c_grid,
     load_tune_result,
+    local_split,
     take_groups,
     tune,
 )
-from sparkrank.training import SOLVERS
+from sparkrank.solvers.registry import SOLVERS
 
 GRID = [2.0**e for e in range(-7, 2)]
 
@@ -123,7 +123,7 @@ def test_group_folds_keep_groups_whole_and_cover_each_group_once():
     y = rng.integers(0, 3, size=400).astype(float)
     data = RankingData.from_arrays(X, y, qid)
     k = 4
-    folds = _local_split(data, k, seed=7)
+    folds = local_split(data, k, seed=7)
     held = [set(va.qids) for _, va in folds]
     assert set().union(*held) == set(data.qids)
     assert sum(len(h) for h in held) == data.groups.n_groups  # disjoint

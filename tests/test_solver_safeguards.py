@@ -20,7 +20,8 @@ from sparkrank.engines.local import LocalEngine
 from sparkrank.objectives.base import Objective
 from sparkrank.solvers.ncg import ncg
 from sparkrank.solvers.tron import tron
-from sparkrank.training import SOLVERS, train
+from sparkrank.solvers.registry import SOLVERS
+from sparkrank.training import train
 
 
 @pytest.fixture(scope="module")

@@ -338,13 +338,15 @@ def test_apg_dual_objective_decreases_and_history_is_complete(rng):
     data = _tiny(rng, n_rows=60)
     obj = TopPushObjective(LocalEngine(data), C=1.0)
     seen = []
-    res = apg(obj, tol=1e-4, max_iter=2000, callback=lambda it, w, rec: seen.append((it, w.copy(), rec)))
+    res = apg(obj, tol=1e-4, max_iter=2000, callback=lambda rec: seen.append((rec.iteration, rec.w.copy(), rec)))
     assert res.converged and len(res.history) == res.iterations == len(seen)
     F = [r["dual_objective"] for r in res.history]
     assert F[-1] < 0 < 1 + F[0]  # below F(0) = 0
     assert all(r["gap"] >= -1e-9 for r in res.history)
-    for key in ("iter", "dual_objective", "primal_at_search_point", "gap", "L", "backtracks", "seconds"):
+    for key in ("iter", "objective", "relative_gap", "accepted", "dual_objective", "primal_at_search_point", "gap",
+                "L", "backtracks", "seconds"):
         assert key in res.history[-1]
+    assert all(r["objective"] == r["primal_at_search_point"] for r in res.history)
     np.testing.assert_array_equal(seen[-1][1], res.w)
     assert res.objective == pytest.approx(obj.value(res.w), rel=1e-14)
     with pytest.raises(ValueError, match="w0"):
@@ -355,7 +357,8 @@ def test_apg_dual_objective_decreases_and_history_is_complete(rng):
 
 
 def test_train_registers_toppush_with_options(rng):
-    from sparkrank.training import SOLVERS, train
+    from sparkrank.solvers.registry import SOLVERS
+    from sparkrank.training import train
 
     spec = SOLVERS["toppush"]
     assert spec.default_tol == 1e-3  # a certified relative duality gap

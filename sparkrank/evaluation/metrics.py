@@ -45,6 +45,7 @@ from typing import Iterable
 import numpy as np
 from numba import njit
 
+from ..choices import ZERO_IDCG_RULES
 from ..conventions import (
     DEFAULT_POSITIVE_THRESHOLD,
     DEFAULT_NDCG_DISCOUNT,
@@ -73,7 +74,6 @@ __all__ = [
 #: Default NDCG cut-offs reported by :func:`evaluate_ranking`.
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 
-_ZERO_IDCG_RULES = ("zero", "one", "skip")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -90,8 +90,8 @@ def _check_scores(groups: QueryGroups, scores: np.ndarray) -> np.ndarray:
 
 
 def _check_zero_idcg(zero_idcg: str) -> str:
-    if zero_idcg not in _ZERO_IDCG_RULES:
-        raise ValueError(f"unknown zero-IDCG rule {zero_idcg!r}; use one of {', '.join(_ZERO_IDCG_RULES)}")
+    if zero_idcg not in ZERO_IDCG_RULES:
+        raise ValueError(f"unknown zero-IDCG rule {zero_idcg!r}; use one of {', '.join(ZERO_IDCG_RULES)}")
     return zero_idcg
 
 

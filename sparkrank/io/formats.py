@@ -1,4 +1,4 @@
-"""Input formats, registered by name like the solvers in :data:`sparkrank.training.SOLVERS`.
+"""Input formats, registered by name like the solvers in :data:`sparkrank.solvers.registry.SOLVERS`.
 
 A format knows how to recognise its files and how to read a list of URIs into a Spark
 DataFrame (on the executors) or into an Arrow table / arrays in this process.  Adding a

@@ -26,15 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..choices import check_choice
+from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, check_choice
 from ..data.groups import QueryGroups
 from . import trees
 
 _THREADED_MIN_ROWS = 50_000
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkrank-sweep")
-
-COUNTING_METHODS: tuple[str, ...] = ("selection", "rbtree", "direct", "pairs")
-DEFAULT_COUNTING = "selection"
 
 
 @dataclass(frozen=True)

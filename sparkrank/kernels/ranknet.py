@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ..choices import check_choice
+from ..choices import RANKNET_GRADIENTS, check_choice
 from ..data.groups import QueryGroups
 from .base import KernelResult, ScoreKernel
 from .erfc_sum import (
@@ -64,7 +64,6 @@ from .erfc_sum import (
 #: ``a`` of ``σ(z) ≈ 1 - ½ erfc(a z)`` (raykar2007 §4, eq. (3)).
 SIGMOID_ERFC_SCALE = math.sqrt(3.0) / (math.sqrt(2.0) * math.pi)
 
-RANKNET_GRADIENTS = ("fast", "direct")
 DEFAULT_EPSILON = 1e-6
 
 #: A group is summed directly when its pairs per row are below this many series terms

@@ -25,14 +25,13 @@ from typing import Literal
 import numpy as np
 from numba import njit
 
-from ..choices import check_choice
+from ..choices import TOPPUSH_SCOPES as SCOPES, check_choice
 from ..conventions import DEFAULT_POSITIVE_THRESHOLD
 from ..data.groups import QueryGroups
 from .base import KernelResult, ScoreKernel, Statistics
 from .simplex_projection import project_groups
 
 Scope = Literal["group", "global"]
-SCOPES: tuple[str, ...] = ("group", "global")
 
 #: Order of :class:`TopPushCountKernel`'s statistics.
 COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks")

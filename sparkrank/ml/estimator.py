@@ -43,7 +43,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     predictionCol : str, default "prediction"
         The score column the model adds.
     solver : str, default "tron"
-        A name from :data:`sparkrank.training.SOLVERS` (``tron``: L2-loss RankSVM by
+        A name from :data:`sparkrank.solvers.registry.SOLVERS` (``tron``: L2-loss RankSVM by
         trust-region Newton; ``bmrm``: L1-loss RankSVM by cutting planes; more as registered).
     regParam, C : float, optional
         Regularisation as BMRM's λ (``λ‖w‖² + (1/N)Σ loss``) or LIBLINEAR's C
@@ -51,12 +51,14 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         :mod:`sparkrank.conventions` (``C = 1/(2λN)``, N = preference pairs).
     tol, maxIter : optional
         Solver stopping tolerance and iteration cap (defaults: the solver's).
-    counting : {"selection", "rbtree", "direct", "pairs"}
-    kernelPlacement : {"auto", "driver", "executor"}
+    counting : str
+        One of :data:`sparkrank.choices.COUNTING_METHODS`.
+    kernelPlacement : str
+        One of :data:`sparkrank.choices.PLACEMENTS`.
     aggregationDepth : int, default 2
     numPartitions : int, optional
-    standardization : {"none", "minmax", "standard"}
-        Exact per-feature scaling during training (``sparkrank.standardization``); the model
+    standardization : str
+        One of :data:`sparkrank.choices.STANDARDIZATIONS`: exact per-feature scaling during training (``sparkrank.standardization``); the model
         stores it and applies it when scoring.
     initialWeights : list of float, optional
         Warm start, in the solver's space (a model's ``weights``, or a checkpoint's).
@@ -68,7 +70,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         Start from the newest checkpoint in ``checkpointDir`` (over ``initialWeights``) when
         one exists.  The resumed solver counts iterations (and ``maxIter``) afresh.
     solverOptions : dict, optional
-        Solver-specific options, passed as ``train(solver_options=...)``.
+        Solver-specific options, passed as ``train(solver_options=...)``; checked against the
+        solver's entry in :data:`sparkrank.solvers.registry.SOLVERS` before any Spark job.
     reuseBlocks : bool, default True
         Keep the blocks built by a fit and reuse them when the next fit has the same input
         (same DataFrame semantics and data params): ``CrossValidator`` over a ``Pipeline``
@@ -196,7 +199,13 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         C, lam = self._maybe(self.C), self._maybe(self.regParam)
         if C is not None and lam is not None:
             raise ValueError("set either C (LIBLINEAR) or regParam (BMRM λ), not both")
-        # every named column must exist (label, group, features), before any Spark job
+        # solver options and every named column (label, group, features) are checked before any Spark job
+        from ..solvers.registry import solver_spec
+
+        spec = solver_spec(self.getSolver())
+        spec.check_options(self._maybe(self.solverOptions))
+        if lam is not None and not spec.takes_lambda:
+            raise ValueError(f"regParam is the RankSVM (BMRM) λ; solver {spec.name!r} takes C")
         self._columns().check(dataset.columns, "LinearRanker: ")
         return self._start_weights(dataset.sparkSession)
 
@@ -230,7 +239,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         w0 = self._maybe(self.initialWeights)
         directory = self._maybe(self.checkpointDir)
         resume = self.getOrDefault(self.resumeFromCheckpoint)
-        from ..training import solver_spec
+        from ..solvers.registry import solver_spec
 
         if (w0 is not None or resume) and not solver_spec(self.getSolver()).warm_start:
             raise ValueError(f"solver {self.getSolver()!r} cannot start from given weights "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +12,8 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..choices import check_choice
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, NdcgDiscount, ZeroIdcgRule
+from ..choices import NDCG_DISCOUNTS, ZERO_IDCG_RULES, check_choice
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
 
@@ -71,10 +71,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     groupCol: Param[str] = Param(Params._dummy(), "groupCol", "query/group id column ('' = one global ranking)",
                                  typeConverter=lambda v: "" if v is None else TypeConverters.toString(v))
     ndcgDiscount: Param[str] = Param(Params._dummy(), "ndcgDiscount", "letor (1/log2(max(2,i))) or yahoo (1/log2(i+1))",
-                                     typeConverter=_one_of("ndcgDiscount", get_args(NdcgDiscount)))
+                                     typeConverter=_one_of("ndcgDiscount", NDCG_DISCOUNTS))
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
-                                 typeConverter=_one_of("zeroIdcg", get_args(ZeroIdcgRule)))
+                                 typeConverter=_one_of("zeroIdcg", ZERO_IDCG_RULES))
 
     @keyword_only
     def __init__(

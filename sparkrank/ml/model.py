@@ -13,6 +13,7 @@ from pyspark.ml.linalg import DenseVector
 from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
 
 from ..model import RankingModel, json_default
+from ..solvers.result import accepted_records
 from .params import LinearRankerParams
 
 #: Version of the ``data`` record written beside the params metadata.
@@ -26,7 +27,7 @@ class LinearRankerSummary:
     Attributes
     ----------
     objectiveHistory : list of float
-        Objective after every solver iteration.
+        Objective after every accepted solver iteration (NaN where the solver did not compute it).
     totalIterations : int
     seconds : float
         Solver wall time.
@@ -61,7 +62,7 @@ class LinearRankerSummary:
         s = model.summary
         history = list(s.get("history", []))
         return cls(
-            objectiveHistory=[float(r["objective"]) for r in history if "objective" in r],
+            objectiveHistory=[r.objective for r in accepted_records(history)],
             totalIterations=int(s.get("iterations", len(history))),
             seconds=float(s.get("seconds", float("nan"))),
             numPairs=int(s.get("n_pairs", 0)),

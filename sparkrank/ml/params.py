@@ -2,7 +2,7 @@
 
 Every converter raises a ``ValueError``/``TypeError`` naming the parameter and the allowed
 values as soon as a bad value is *set*, so a typo fails before any Spark job runs.  The
-solver list is read from :data:`sparkrank.training.SOLVERS` at that moment, so solvers
+solver list is read from :data:`sparkrank.solvers.registry.SOLVERS` at that moment, so solvers
 registered later are accepted without touching this module.
 """
 
@@ -14,10 +14,7 @@ from typing import Any
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol, HasPredictionCol
 
-from ..kernels.counting import COUNTING_METHODS, DEFAULT_COUNTING
-from ..standardization import KINDS
-
-PLACEMENTS = ("auto", "driver", "executor")
+from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, PLACEMENTS, STANDARDIZATIONS
 
 
 def _choice(name: str, choices) -> Any:
@@ -32,7 +29,7 @@ def _choice(name: str, choices) -> Any:
 
 
 def _solvers():
-    from ..training import SOLVERS
+    from ..solvers.registry import SOLVERS
 
     return SOLVERS
 
@@ -82,7 +79,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         Params._dummy(), "groupCol",
         "query/group id column (alias qidCol); '' = all rows form one global ranking", typeConverter=_group_col)
     solver: Param[str] = Param(
-        Params._dummy(), "solver", "solver name from sparkrank.training.SOLVERS (tron, bmrm, ...)",
+        Params._dummy(), "solver", "solver name from sparkrank.solvers.registry.SOLVERS (tron, bmrm, ...)",
         typeConverter=_choice("solver", _solvers))
     regParam: Param[float] = Param(
         Params._dummy(), "regParam", "BMRM λ of λ‖w‖² + (1/N)Σ loss (sparkrank.conventions); exclusive with C",
@@ -107,8 +104,8 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         Params._dummy(), "numPartitions", "blocks to build (default: the default parallelism)",
         typeConverter=_positive_int("numPartitions"))
     standardization: Param[str] = Param(
-        Params._dummy(), "standardization", "feature standardization: " + ", ".join(KINDS)
-        + " (stored in the model, applied at predict)", typeConverter=_choice("standardization", KINDS))
+        Params._dummy(), "standardization", "feature standardization: " + ", ".join(STANDARDIZATIONS)
+        + " (stored in the model, applied at predict)", typeConverter=_choice("standardization", STANDARDIZATIONS))
     initialWeights: Param[list[float]] = Param(
         Params._dummy(), "initialWeights",
         "warm start, in the solver's (standardized) space, e.g. another model's weights or a checkpoint's",
@@ -127,7 +124,8 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         "keep the blocks of the last fit for the next fit on the same input (CrossValidator over a Pipeline)",
         typeConverter=TypeConverters.toBoolean)
     solverOptions: Param[dict] = Param(
-        Params._dummy(), "solverOptions", "solver-specific options passed to train(solver_options=...)",
+        Params._dummy(), "solverOptions",
+        "solver-specific options passed to train(solver_options=...), checked against the solver's registry entry",
         typeConverter=_options)
 
     def __init__(self, *args: Any):

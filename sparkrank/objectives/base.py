@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..conventions import LambdaForm
+from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
 
 
@@ -30,6 +32,9 @@ class Objective(ABC):
     """A differentiable (or subdifferentiable) function of the weights."""
 
     n_features: int
+    #: Whether ``value`` is cheap enough for a gradient-only solver to log it every iteration
+    #: (RankNCG's exact value costs O(pairs) with the fast gradient).
+    monitor_value: bool = True
 
     @abstractmethod
     def value(self, w: np.ndarray) -> float:
@@ -55,6 +60,10 @@ class Objective(ABC):
         """Extra per-iteration facts for the log line (e.g. violated pairs)."""
         return {}
 
+    def facts(self) -> dict[str, Any]:
+        """Facts about the problem for the model summary (e.g. TopPush's positives and negatives)."""
+        return {}
+
     #: Evaluated points with engine-kept state (objectives that keep some set it).
     _cache: "PointCache | None" = None
 
@@ -65,23 +74,108 @@ class Objective(ABC):
 
 
 class RegularizedRisk(Objective):
-    """``J(w) = λ‖w‖² + R(w)``: what BMRM needs (airola2011 eq. (2))."""
+    """``J(w) = q‖w‖² + R(w)`` over an engine, with ``R(w) = (f·L(Xw))/n`` for a score-space loss ``L``.
 
-    lam: float
+    The one regularised objective (LIBLINEAR's ``l2r_erm_fun``): it owns the engine pass and
+    the point cache, the quadratic regulariser, the λ↔C conversion (through the loss's
+    :class:`~sparkrank.conventions.LambdaForm`) and the checks on the data; a loss supplies
+    only its score-space kernels (value and coefficients ``c`` of ``Xᵀc``; Hessian
+    coefficients where twice differentiable) and its normaliser count ``n``.  Two forms of the
+    same minimiser:
 
-    @abstractmethod
+    * ``"C"`` — LIBLINEAR's ``½‖w‖² + C·L`` (``q = ½``, ``f = C``, ``n = 1``; TRON, NCG);
+    * ``"lambda"`` — the paper's ``q·λ‖w‖² + L/n`` (e.g. airola2011's ``λ‖w‖² + (1/N)Σ``, what
+      BMRM's cutting planes need, and li2014's primal).
+
+    ``value = q‖w‖² + R``, ``gradient = 2q·w + ∇R`` and ``hessian_vector = 2q·v + (f·Xᵀ(A·Xv))/n``.
+
+    Attributes
+    ----------
+    lam : float
+        λ of the loss's λ form; ``C`` : LIBLINEAR's C (the same model).
+    quadratic : float
+        ``q`` of ``q‖w‖²`` in this form (BMRM's λ when the form is ``"lambda"``).
+    """
+
+    #: The paper's λ form of this loss (how λ and C convert).
+    lambda_form: LambdaForm
+    #: The kernel statistic (index 1) reported each iteration, e.g. ``"support_pairs"``.
+    progress_stat: str | None = None
+    #: Score-space kernel of the value (``stats[0]``) and ``Xᵀc``; of the Hessian product, if any.
+    kernel: Any
+    hessian_kernel: Any = None
+
+    def _setup(self, engine: Engine, *, count: int, C: float | None = None, lam: float | None = None,
+               form: str = "C") -> None:
+        """Set the engine, the cache and the scaling from ``C`` or ``lam`` (exactly one)."""
+        self.engine = engine
+        self.n_features = engine.summary.n_features
+        self.count = count
+        if lam is None:
+            self.C = float(C)
+            self.lam = self.lambda_form.lambda_from_c(self.C, count)
+        else:
+            self.lam = float(lam)
+            self.C = self.lambda_form.c_from_lambda(self.lam, count)
+        if form == "C":
+            self.quadratic, self._factor, self._divisor = 0.5, self.C, 1.0
+        elif form == "lambda":
+            self.quadratic, self._factor, self._divisor = self.lambda_form.quadratic * self.lam, 1.0, count
+        else:
+            raise ValueError(f"unknown objective form {form!r}; use 'C' or 'lambda'")
+        self._cache = PointCache(engine)
+
+    def _point(self, w: np.ndarray) -> EvaluatedPoint:
+        """The engine pass at ``w`` (cached): summed kernel statistics, ``Xᵀc``, kept state."""
+        return self._cache.get(w, self._evaluate)
+
+    def _evaluate(self, w: np.ndarray) -> EvaluatedPoint:
+        keep = self.hessian_kernel is not None  # the Hessian products reuse the sorted order
+        r = self.engine.run(w, self.kernel, keep_state=keep)
+        return EvaluatedPoint(w, r.stats, r.gradient, r.state)
+
+    def _scaled(self, loss):
+        return (loss * self._factor) / self._divisor
+
+    def loss_sum(self, w: np.ndarray) -> float:
+        """``L(Xw)``, the unscaled loss sum (a loss whose value needs its own pass overrides it)."""
+        return float(self._point(w).stats[0])
+
     def risk(self, w: np.ndarray) -> float:
-        """``R(w)``."""
+        """``R(w) = f·L/n``."""
+        return self._scaled(self.loss_sum(w))
 
-    @abstractmethod
     def risk_subgradient(self, w: np.ndarray) -> np.ndarray:
-        """A subgradient of ``R`` at ``w``."""
+        """A (sub)gradient of ``R`` at ``w``."""
+        return self._scaled(self._point(w).xt_coef)
 
     def value(self, w: np.ndarray) -> float:
-        return self.lam * float(np.dot(w, w)) + self.risk(w)
+        return self.quadratic * float(np.dot(w, w)) + self.risk(w)
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
-        return 2.0 * self.lam * w + self.risk_subgradient(w)
+        return 2.0 * self.quadratic * w + self.risk_subgradient(w)
+
+    def hessian_vector(self, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if self.hessian_kernel is None:
+            return super().hessian_vector(w, v)
+        r = self.engine.run(v, self.hessian_kernel, state=self._point(w).state)
+        return 2.0 * self.quadratic * v + self._scaled(r.gradient)
+
+    def progress(self, w: np.ndarray) -> dict[str, Any]:
+        if self.progress_stat is None:
+            return {}
+        return {self.progress_stat: int(round(float(self._point(w).stats[1])))}
+
+
+def require_pairs(engine: Engine) -> int:
+    """The number of preference pairs, or a :class:`DataError` when there are none."""
+    s = engine.summary
+    if s.n_pairs == 0:
+        raise DataError(
+            f"no preference pairs: all {s.n_groups} query group(s) have a single label level, "
+            "so there is nothing to rank"
+        )
+    return s.n_pairs
 
 
 def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: float) -> np.ndarray:

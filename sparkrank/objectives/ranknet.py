@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conventions import c_from_raykar_lambda, raykar_lambda_from_c
-from ..data.block import DataError
+from ..conventions import RAYKAR_LAMBDA
 from ..engines.base import Engine
 from ..kernels.losses import SupportPairDiagonalKernel
 from ..kernels.ranknet import DEFAULT_EPSILON, RankNetKernel, check_gradient_mode
-from .base import EvaluatedPoint, Objective, PointCache, hessian_diagonal_estimate
+from .base import EvaluatedPoint, PointCache, RegularizedRisk, hessian_diagonal_estimate, require_pairs
 
 
-class RankNetObjective(Objective):
+class RankNetObjective(RegularizedRisk):
     """``½‖w‖² + C Σ_P -log σ(w·(x_u - x_l))`` (raykar2007 §3-§4).
 
     Parameters
@@ -33,8 +32,6 @@ class RankNetObjective(Objective):
     engine : Engine
     C : float
         Weight of the summed pairwise loss (LIBLINEAR convention, ``C = 1/λ``).
-    counting : str, optional
-        Ignored (accepted for the solver registry's common signature; no pair counting here).
     gradient : {"fast", "direct"}
         ``fast``: ε-exact erfc sums of raykar2007 §5, O(p·m) per group (default);
         ``direct``: exact σ over all pairs, O(m²) per group.
@@ -45,50 +42,35 @@ class RankNetObjective(Objective):
         when it is free, i.e. with ``gradient="direct"``).
     """
 
+    lambda_form = RAYKAR_LAMBDA
+
     def __init__(
         self,
         engine: Engine,
         C: float,
-        counting: str | None = None,
         *,
         gradient: str = "fast",
         epsilon: float = DEFAULT_EPSILON,
         monitor: bool | None = None,
     ):
-        s = engine.summary
-        if s.n_pairs == 0:
-            raise DataError(
-                f"no preference pairs: all {s.n_groups} query group(s) have a single label level, "
-                "so there is nothing to rank"
-            )
-        self.engine = engine
-        self.n_pairs = s.n_pairs
-        self.n_features = s.n_features
-        self.C = float(C)
-        self.lam = raykar_lambda_from_c(self.C)
+        count = require_pairs(engine)
         self.gradient_mode = check_gradient_mode(gradient)
         self.epsilon = float(epsilon)
         self.kernel = RankNetKernel(gradient, self.epsilon, value=gradient == "direct")
         self.value_kernel = RankNetKernel(None, self.epsilon, value=True)
         self.monitor_value = (gradient == "direct") if monitor is None else bool(monitor)
-        self._cache = PointCache(engine)
+        self._setup(engine, count=1, C=C, form="C")
+        self.n_pairs = count
         self._values = PointCache(engine)
         self._diagonal: np.ndarray | None = None
 
     @classmethod
     def from_lambda(cls, engine: Engine, lam: float, **options) -> "RankNetObjective":
         """From raykar2007's λ of ``-(λ/2)‖w‖² + Σ_P log σ``."""
-        return cls(engine, c_from_raykar_lambda(lam), **options)
+        return cls(engine, RAYKAR_LAMBDA.c_from_lambda(lam), **options)
 
-    def _point(self, w: np.ndarray) -> EvaluatedPoint:
-        def compute(w):
-            r = self.engine.run(w, self.kernel)
-            return EvaluatedPoint(w, r.stats, r.gradient)
-
-        return self._cache.get(w, compute)
-
-    def loss(self, w: np.ndarray) -> float:
-        """Exact ``Σ_P -log σ(w·(x_u - x_l))`` (O(pairs) per group)."""
+    def loss_sum(self, w: np.ndarray) -> float:
+        """Exact ``Σ_P -log σ(w·(x_u - x_l))`` (O(pairs) per group; free with the direct gradient)."""
         if self.gradient_mode == "direct":
             return float(self._point(w).stats[0])
 
@@ -97,12 +79,9 @@ class RankNetObjective(Objective):
 
         return float(self._values.get(w, compute).stats[0])
 
-    def value(self, w: np.ndarray) -> float:
-        return 0.5 * float(np.dot(w, w)) + self.C * self.loss(w)
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        # raykar2007 §4 gradient, negated and scaled by 1/λ = C
-        return w + self.C * self._point(w).xt_coef
+    def close(self) -> None:
+        super().close()
+        self._values.clear()
 
     def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
         """The Hessian's diagonal at ``w = 0``, estimated; the same for every ``w``.

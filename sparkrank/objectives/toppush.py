@@ -17,7 +17,7 @@ part of ``F`` is ``(λm/2)‖w‖²``, so the driver evaluates ``F`` from ``w`` 
 the summed ``Σℓ*`` statistic; the dual vector itself stays with the engine (kernel state).
 
 ``C`` follows LIBLINEAR: ``½‖w‖² + C Σ_i ℓ`` ⇔ ``λ = 1/(C m)``
-(:func:`sparkrank.conventions.toppush_lambda_from_c`), so ``λm = 1/C``.
+(:data:`sparkrank.conventions.TOPPUSH_LAMBDA`), so ``λm = 1/C``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..conventions import DEFAULT_POSITIVE_THRESHOLD, toppush_lambda_from_c
+from ..conventions import DEFAULT_POSITIVE_THRESHOLD, TOPPUSH_LAMBDA
 from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
 from ..kernels.toppush import (
@@ -38,7 +38,7 @@ from ..kernels.toppush import (
     TopPushStepKernel,
     check_scope,
 )
-from .base import EvaluatedPoint, Objective, PointCache
+from .base import RegularizedRisk
 
 log = logging.getLogger("sparkrank.toppush")
 
@@ -99,7 +99,7 @@ class ProjectedStep:
         return self.candidate.value <= bound + slack
 
 
-class TopPushObjective(Objective):
+class TopPushObjective(RegularizedRisk):
     """TopPush over an engine: the primal for ``value``/``gradient``, the dual for the solver.
 
     Parameters
@@ -107,8 +107,6 @@ class TopPushObjective(Objective):
     engine : Engine
     C : float
         LIBLINEAR-style weight of ``Σ_i ℓ``; ``λ = 1/(C m)``.
-    counting : str, optional
-        Ignored (TopPush counts no pairs); accepted for the solver registry's signature.
     threshold : float
         Rows with ``label > threshold`` are positives.
     scope : {"group", "global"}
@@ -118,15 +116,16 @@ class TopPushObjective(Objective):
         or a driver-placement Spark engine).
     """
 
-    def __init__(self, engine: Engine, C: float = 1.0, counting: str | None = None, *,
+    lambda_form = TOPPUSH_LAMBDA
+    progress_stat = "positives_not_at_top"
+
+    def __init__(self, engine: Engine, C: float = 1.0, *,
                  threshold: float = DEFAULT_POSITIVE_THRESHOLD, scope: str = "group"):
-        self.engine = engine
         self.threshold = float(threshold)
         if not np.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {threshold!r}")
         self.scope = check_scope(scope)
-        self.n_features = engine.summary.n_features
-        counts = dict(zip(COUNT_STATS, engine.run(np.zeros(self.n_features),
+        counts = dict(zip(COUNT_STATS, engine.run(np.zeros(engine.summary.n_features),
                                                   TopPushCountKernel(self.threshold, self.scope)).stats))
         self.n_positives = int(round(counts["n_positives"]))
         self.n_negatives = int(round(counts["n_negatives"]))
@@ -144,34 +143,17 @@ class TopPushObjective(Objective):
         if self.n_units_skipped:
             log.info("TopPush: %d of %d %s skipped (no positive or no negative at threshold %g)",
                      self.n_units_skipped, self.n_units, self._unit_name, self.threshold)
-        self.C = float(C)
-        self.lam = toppush_lambda_from_c(self.C, self.n_positives)
+        self.kernel = TopPushPrimalKernel(self.threshold, self.scope)
+        # the primal in li2014's λ form: (λ/2)‖w‖² + (1/m) Σ_i ℓ
+        self._setup(engine, count=self.n_positives, C=C, form="lambda")
         self.lam_m = self.lam * self.n_positives  # = 1/C
-        self._primal_kernel = TopPushPrimalKernel(self.threshold, self.scope)
-        self._cache = PointCache(engine)
 
     @property
     def _unit_name(self) -> str:
         return "query groups" if self.scope == "group" else "global rankings"
 
-    # -- primal: what `value`/`gradient` mean -------------------------------------------
-    def _point(self, w: np.ndarray) -> EvaluatedPoint:
-        def compute(w):
-            r = self.engine.run(w, self._primal_kernel)
-            return EvaluatedPoint(w, r.stats, r.gradient)
-
-        return self._cache.get(w, compute)
-
-    def value(self, w: np.ndarray) -> float:
-        """Primal ``P(w) = (λ/2)‖w‖² + (1/m)Σ_i [1 + max_j w·x⁻_j − w·x⁺_i]₊²``."""
-        return 0.5 * self.lam * float(w @ w) + float(self._point(w).stats[0]) / self.n_positives
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        """A subgradient of ``P`` (the first top negative of a unit when several tie)."""
-        return self.lam * w + self._point(w).xt_coef / self.n_positives
-
-    def progress(self, w: np.ndarray) -> dict:
-        return {"positives_not_at_top": int(round(self._point(w).stats[1]))}
+    # -- primal: what `value`/`gradient` mean (RegularizedRisk in λ form; the subgradient takes
+    # the first top negative of a unit when several tie) ---------------------------------------
 
     # -- dual: what the accelerated projected gradient solver drives ---------------------
     def dual_value_from(self, w: np.ndarray, conj_sum: float) -> float:

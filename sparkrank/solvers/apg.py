@@ -34,7 +34,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .result import IterationCallback, SolverResult, engine_progress_text
+from .callbacks import SolverReport
+from .result import IterationCallback, IterationRecord, SolverResult
 from .safeguards import NonFiniteError
 
 log = logging.getLogger("sparkrank.apg")
@@ -92,7 +93,8 @@ def apg(
         Cap on engine passes of projected steps (an iteration is one, plus one per
         backtracking trial).
     callback : callable, optional
-        ``callback(iteration, w, record)`` after every iteration.
+        ``callback(record)`` after every iteration (:class:`IterationRecord`; its
+        objective is the primal value at the search point).
 
     Returns
     -------
@@ -119,7 +121,7 @@ def apg(
     eta = 0.0
     best_primal, best_w = math.inf, current.w
     best_bound = objective.primal_bound(current.value)
-    history: list[dict] = []
+    report = SolverReport(callback, log)
     converged = False
     message = f"reached max_iter={max_iter} passes"
     it = passes = 0
@@ -159,18 +161,11 @@ def apg(
             t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
             eta = (t - 1.0) / t_next
             t = t_next
-        record = {
-            "iter": it, "dual_objective": current.value, "primal_at_search_point": trial.primal_y,
-            "gap": gap, "relative_gap": rel_gap, "L": L, "backtracks": backtracks, "restart": increased,
-            "positives_not_at_top": trial.not_at_top_y, "seconds": time.perf_counter() - t0,
-            **(objective.engine_progress() if hasattr(objective, "engine_progress") else {}),
-        }
-        history.append(record)
-        if callback is not None:
-            callback(it, current.w, record)
-        log.info("iter %3d  F %.6e  P(y) %.6e  gap %.3e  rel %.3e  L %.3e  bt %d  not-top %d%s  %.2fs",
-                 it, current.value, trial.primal_y, gap, rel_gap, L, backtracks, trial.not_at_top_y,
-                 engine_progress_text(record), record["seconds"])
+        report(IterationRecord(
+            it, trial.primal_y, rel_gap, "relative_gap", True, time.perf_counter() - t0,
+            {"dual_objective": current.value, "primal_at_search_point": trial.primal_y, "gap": gap, "L": L,
+             "backtracks": backtracks, "restart": increased, "positives_not_at_top": trial.not_at_top_y},
+            w=current.w))
         if rel_gap <= tol:
             converged, message = True, "certified relative duality gap below tolerance"
             break
@@ -187,5 +182,5 @@ def apg(
     rel_gap = relative_gap(primal, best_bound)
     if not math.isfinite(primal):
         raise NonFiniteError(f"the primal objective of the final model is {primal!r}")
-    return SolverResult(w, primal, it, converged, history, time.perf_counter() - t0, message,
+    return SolverResult(w, primal, it, converged, report.history.records, time.perf_counter() - t0, message,
                         "relative gap", rel_gap)

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..objectives.base import RegularizedRisk
 from .bundle import DEFAULT_INACTIVE_LIMIT, CuttingPlaneBundle
-from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
+from .callbacks import SolverReport
+from .result import IterationCallback, IterationRecord, SolverResult
 from .safeguards import NonFiniteError, require_finite_start, start_point
 
 log = logging.getLogger("sparkrank.bmrm")
@@ -52,8 +53,8 @@ def bmrm(
     max_iter : int
         Cap on cutting planes (each one engine pass and one QP).
     callback : callable, optional
-        ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress);
-        ``record[STATE_KEY]`` is the state ``resume`` takes.
+        ``callback(record)`` after every iteration (``record.w`` is ``w_b``; ``record.state``
+        is the state ``resume`` takes).
     resume : dict, optional
         The state of an earlier run's iteration (its bundle: planes ``a_i``, offsets ``b_i``,
         Gram matrix, idle counts and last duals; ``w_t`` with its risk and subgradient, ``w_b``
@@ -64,7 +65,7 @@ def bmrm(
     """
     t0 = time.perf_counter()
     lam = objective.lam
-    history: list[dict] = []
+    report = SolverReport(callback, log)
     converged = False
     message = f"reached max_iter={max_iter}"
     if resume is None:
@@ -97,22 +98,18 @@ def bmrm(
         if j < j_best:
             w_best, j_best = w, j
         gap = j_best - lower
-        record = {
-            "iter": t, "objective": j_best, "objective_at_w_t": j, "lower_bound": lower, "gap": gap,
-            "seconds": time.perf_counter() - t0, **objective.progress(w),
-        }
-        history.append(record)
+        state = None
         if callback is not None:
-            state = {"iter": t, "gap": gap, "bundle": bundle.state(), "w": w, "risk": risk, "subgradient": a, "w_best": w_best, "j_best": j_best}
-            callback(record["iter"], w_best, {**record, STATE_KEY: state})
-        log.info(
-            "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s%s  %.2fs",
-            t, j_best, lower, gap, record.get("support_pairs", "-"), engine_progress_text(record), record["seconds"],
-        )
+            state = {"iter": t, "gap": gap, "bundle": bundle.state(), "w": w, "risk": risk, "subgradient": a,
+                     "w_best": w_best, "j_best": j_best}
+        report(IterationRecord(t, j_best, gap, "gap", True, time.perf_counter() - t0,
+                               {"objective_at_w_t": j, "lower_bound": lower, **objective.progress(w)},
+                               w=w_best, state=state))
         if gap < tol:
             converged = True
             message = "gap below tolerance"
             break
+    history = report.history.records
     gap = history[-1]["gap"] if history else gap
     return SolverResult(w_best, j_best, done + len(history), converged, history, time.perf_counter() - t0, message,
                         "gap", gap)

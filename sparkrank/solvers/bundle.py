@@ -224,7 +224,7 @@ class CuttingPlaneBundle:
 
     # -- checkpoints: everything the next iteration depends on, bit for bit ------------------------
     def state(self) -> dict:
-        """The bundle as plain values and arrays (for :data:`~sparkrank.solvers.result.STATE_KEY`)."""
+        """The bundle as plain values and arrays (for ``IterationRecord.state``, :mod:`sparkrank.checkpoints`)."""
         last = self.last
         return {"planes": self.planes.copy(), "offsets": self.offsets.copy(), "gram": self.gram.copy(),
                 "idle": [int(i) for i in self.idle], "pruned": self.pruned, "inactive_limit": self.inactive_limit,

@@ -33,7 +33,8 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
+from .callbacks import SolverReport
+from .result import IterationCallback, IterationRecord, SolverResult
 from .safeguards import NonFiniteError, require_finite_start, stable_norm, start_point, zero_gradient_message
 
 log = logging.getLogger("sparkrank.ncg")
@@ -120,8 +121,8 @@ def ncg(
     ----------
     objective : Objective
         Needs ``gradient`` (and ``hessian_diagonal`` when preconditioning); ``value`` is
-        called per iteration only when the objective's ``monitor_value`` attribute is true
-        (default true), else records hold NaN.
+        called per iteration only when the objective's ``monitor_value`` is true (the
+        :class:`~sparkrank.objectives.base.Objective` default), else records hold NaN.
     w0 : ndarray, optional
         Start (zeros by default); must be finite.
     tol : float
@@ -129,7 +130,7 @@ def ncg(
     max_iter : int
         Cap on line searches (each is one iteration; a failed one counts too).
     callback : callable, optional
-        ``callback(iteration, w, record)`` after every iteration.
+        ``callback(record)`` after every iteration (:class:`IterationRecord`).
     restart_every : int, optional
         Reset ``β = 0`` every this many iterations (default: number of features).
     eta : float
@@ -140,7 +141,7 @@ def ncg(
         Use the objective's Hessian-diagonal estimate as a fixed preconditioner and as the
         stopping rule's metric (default); False gives plain PR+ with the Euclidean rule.
     resume : dict, optional
-        ``record[STATE_KEY]`` of an earlier run's iteration (``w``, gradient, direction,
+        ``record.state`` of an earlier run's iteration (``w``, gradient, direction,
         ``f``, ``‖∇f(0)‖``, the previous step and slope, the restart counter and the counts):
         continue exactly as that run did (``w0`` is then ignored; the preconditioner, a fixed
         function of the data, is recomputed bit for bit).
@@ -153,7 +154,7 @@ def ncg(
     if not (0.0 < eta < 1.0):
         raise ValueError(f"eta must be in (0, 1), got {eta!r}")
     t0 = time.perf_counter()
-    monitor = bool(getattr(objective, "monitor_value", True))
+    monitor = bool(objective.monitor_value)
     n = objective.n_features
     n_restart = restart_every or max(1, n)
 
@@ -183,7 +184,7 @@ def ncg(
     if not math.isfinite(gnorm0):
         raise NonFiniteError(f"the gradient at w = 0 is not finite (norm {gnorm0!r})")
     z = g / P
-    history: list[dict] = []
+    report = SolverReport(callback, log)
     message = zero_gradient_message() if gnorm0 == 0 else None
     converged = gnorm0 > 0 and gnorm <= tol * gnorm0
     while not converged and gnorm0 > 0 and trials < max_iter:
@@ -224,19 +225,12 @@ def ncg(
         d = -z + beta * d
         if monitor:
             f = objective.value(w)
-        record = {
-            "iter": it, "objective": f, "grad_norm": gnorm, "grad_ratio": gnorm / gnorm0, "step": alpha,
-            "line_search": ls.evals, "beta": beta, "restart": restarted, "seconds": time.perf_counter() - t0,
-            **objective.progress(w),
-        }
-        history.append(record)
-        if callback is not None:
-            state = {"iter": it, "trial": trials, "w": w, "g": g, "d": d, "f": f, "gnorm0": gnorm0,
-                     "since_restart": since_restart, "alpha_prev": alpha_prev, "slope_prev": slope_prev}
-            callback(it, w, {**record, STATE_KEY: state})
-        log.info("iter %3d  f %.6e  |g|/|g0| %.3e  step %.3e  ls %2d  beta %.3f%s%s  %.2fs",
-                 it, f, gnorm / gnorm0, alpha, ls.evals, beta, "  restart" if restarted else "",
-                 engine_progress_text(record), record["seconds"])
+        report(IterationRecord(
+            it, f, gnorm / gnorm0, "grad_ratio", True, time.perf_counter() - t0,
+            {"grad_norm": gnorm, "step": alpha, "line_search": ls.evals, "beta": beta, "restart": restarted,
+             **objective.progress(w)},
+            w=w, state={"iter": it, "trial": trials, "w": w, "g": g, "d": d, "f": f, "gnorm0": gnorm0,
+                        "since_restart": since_restart, "alpha_prev": alpha_prev, "slope_prev": slope_prev}))
         if gnorm <= tol * gnorm0:
             converged = True
             break
@@ -245,4 +239,5 @@ def ncg(
     elif message is None:
         message = f"reached max_iter={max_iter}"
     ratio = gnorm / gnorm0 if gnorm0 > 0 else math.nan
-    return SolverResult(w, f, it, converged, history, time.perf_counter() - t0, message, "gradient ratio", ratio)
+    return SolverResult(w, f, it, converged, report.history.records, time.perf_counter() - t0, message,
+                        "gradient ratio", ratio)

@@ -1,16 +1,75 @@
-"""What every solver returns."""
+"""What every solver reports: one :class:`IterationRecord` per iteration, and a :class:`SolverResult`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-#: The key of the record a solver hands its callback that holds everything the solver needs to
-#: continue exactly from that iteration (its ``resume=`` argument; see :mod:`sparkrank.checkpoints`).
-#: Only the callback sees it: the history keeps plain facts.
-STATE_KEY = "resume_state"
+
+@dataclass
+class IterationRecord:
+    """One solver iteration, the same shape for every solver (like LightGBM's ``CallbackEnv``).
+
+    Attributes
+    ----------
+    iteration : int
+        Accepted iterations so far (a rejected trial step repeats the last number).
+    objective : float
+        Objective value of the current solution, NaN when the solver does not compute it
+        (RankNCG's fast gradient without ``monitor``).
+    measure : float
+        What the stopping rule compares with the tolerance (:attr:`measure_name`).
+    measure_name : str
+        ``grad_ratio`` (‖∇f‖/‖∇f(0)‖: TRON, NCG), ``gap`` (BMRM), ``relative_gap`` (TopPush).
+    accepted : bool
+        Whether the step moved the solution (TRON's rejected trust-region steps do not).
+    seconds : float
+        Wall time since the solver started.
+    extras : dict
+        Solver-specific plain facts (support pairs, trust-region radius, L, ...); callbacks
+        may add to it (the engine's work on Spark) before history and log see it.
+    w : ndarray
+        The current solution (not part of :meth:`as_dict`).
+    state : dict or None
+        Everything the solver needs to continue exactly from here (its ``resume=`` argument,
+        :mod:`sparkrank.checkpoints`); None for a solver that cannot resume or a rejected step.
+    """
+
+    iteration: int
+    objective: float
+    measure: float
+    measure_name: str
+    accepted: bool
+    seconds: float
+    extras: dict[str, Any] = field(default_factory=dict)
+    w: np.ndarray | None = field(default=None, repr=False)
+    state: dict[str, Any] | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The plain facts, as history and model files keep them (:meth:`from_dict` reads them back)."""
+        return {"iter": self.iteration, "objective": self.objective, self.measure_name: self.measure,
+                "measure_name": self.measure_name, "accepted": self.accepted, "seconds": self.seconds,
+                **self.extras}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "IterationRecord":
+        """A history entry as a record (also one written before records named their measure)."""
+        name = d.get("measure_name") or next((k for k in _MEASURES if k in d), "")
+        main = {"iter", "objective", "measure_name", "accepted", "seconds", name}
+        return cls(int(d["iter"]), float(d.get("objective", math.nan)), float(d.get(name, math.nan)), name,
+                   bool(d.get("accepted", True)), float(d.get("seconds", math.nan)),
+                   {k: v for k, v in d.items() if k not in main})
+
+
+#: The stopping measures, in the order old history entries are searched for one.
+_MEASURES = ("grad_ratio", "relative_gap", "gap")
+
+
+#: ``callback(record)``: called by every solver once per iteration (rejected steps included).
+IterationCallback = Callable[[IterationRecord], None]
 
 
 @dataclass
@@ -28,7 +87,7 @@ class SolverResult:
     converged : bool
         Whether the stopping rule was met (not the iteration cap).
     history : list of dict
-        One record per iteration (the same facts as the log line).
+        :meth:`IterationRecord.as_dict` of every iteration.
     seconds : float
         Wall time.
     message : str
@@ -51,13 +110,6 @@ class SolverResult:
     measure_value: float = float("nan")
 
 
-#: ``callback(iteration, w, record)``: called by every solver once per iteration with the
-#: current solution and the iteration's log record (the same dict as in ``history``).
-IterationCallback = Callable[[int, np.ndarray, dict[str, Any]], None]
-
-
-def engine_progress_text(record: dict[str, Any]) -> str:
-    """``"  rows R  groups G  passes P"`` when the record carries engine work (Spark), else ``""``."""
-    if "rows" not in record:
-        return ""
-    return f"  rows {record['rows']}  groups {record['groups']}  passes {record['passes']}"
+def accepted_records(history: list[dict]) -> list[IterationRecord]:
+    """The records of a history's accepted iterations (a rejected trial step moves nothing)."""
+    return [r for r in map(IterationRecord.from_dict, history) if r.accepted]

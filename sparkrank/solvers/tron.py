@@ -34,7 +34,8 @@ import time
 import numpy as np
 
 from ..objectives.base import Objective
-from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
+from .callbacks import SolverReport
+from .result import IterationCallback, IterationRecord, SolverResult
 from .safeguards import NonFiniteError, require_finite_start, stable_norm, start_point, zero_gradient_message
 
 log = logging.getLogger("sparkrank.tron")
@@ -119,9 +120,10 @@ def tron(
         Diagonally preconditioned CG and the ``D₀⁻¹``-norm stopping rule (default); False
         gives LIBLINEAR < 2.30's plain TRON with the Euclidean rule.
     callback : callable, optional
-        ``callback(iteration, w, record)`` after every accepted iteration (checkpoints, progress).
+        ``callback(record)`` after every trial step (:class:`IterationRecord`; a rejected
+        step has ``accepted=False`` and repeats the iteration number).
     resume : dict, optional
-        ``{"iter": k, "trial": t, "delta": Δ}`` of an accepted iteration's record, with ``w0``
+        ``{"iter": k, "trial": t, "delta": Δ}``, an accepted iteration's ``record.state``, with ``w0``
         its weights: continue exactly as the run that wrote it (``f``, ``∇f`` and the
         preconditioner at ``w0`` are recomputed bit for bit; the radius and the counts are
         all else TRON keeps).
@@ -150,7 +152,7 @@ def tron(
     if not math.isfinite(gnorm0):
         raise NonFiniteError(f"the gradient at w = 0 is not finite (norm {gnorm0!r})")
     delta = stable_norm(g, M) if resume is None else float(resume["delta"])  # ‖g‖_{M⁻¹}: a Cauchy-length first region
-    history: list[dict] = []
+    report = SolverReport(callback, log)
     message = zero_gradient_message() if gnorm0 == 0 else None
     converged = gnorm0 > 0 and gnorm <= tol * gnorm0
     it, trials = (0, 0) if resume is None else (int(resume["iter"]), int(resume["trial"]))
@@ -190,19 +192,11 @@ def tron(
                 raise NonFiniteError(f"the gradient at iteration {it} is not finite")
             if precondition:
                 M = (1.0 - ALPHA_PCG) + ALPHA_PCG * objective.hessian_diagonal(w)
-        record = {
-            "iter": it, "trial": trials, "objective": f, "grad_norm": gnorm, "grad_ratio": gnorm / gnorm0,
-            "actred": actred, "prered": prered, "delta": delta, "cg_iter": cg_iter, "accepted": accepted,
-            "seconds": time.perf_counter() - t0, **objective.progress(w),
-        }
-        history.append(record)
-        if callback is not None and accepted:  # a rejected step leaves w (and the iteration) as they were
-            callback(record["iter"], w, {**record, STATE_KEY: {k: record[k] for k in ("iter", "trial", "delta")}})
-        log.info(
-            "iter %3d  f %.6e  |g|/|g0| %.3e  act %.3e  pre %.3e  delta %.3e  CG %3d  sv %s%s%s  %.2fs",
-            it, f, gnorm / gnorm0, actred, prered, delta, cg_iter, record.get("support_pairs", "-"),
-            "" if accepted else "  rejected", engine_progress_text(record), record["seconds"],
-        )
+        report(IterationRecord(
+            it, f, gnorm / gnorm0, "grad_ratio", accepted, time.perf_counter() - t0,
+            {"trial": trials, "grad_norm": gnorm, "actred": actred, "prered": prered, "delta": delta,
+             "cg_iter": cg_iter, **objective.progress(w)},
+            w=w, state={"iter": it, "trial": trials, "delta": delta} if accepted else None))
         if gnorm <= tol * gnorm0:
             converged = True
             break
@@ -220,5 +214,5 @@ def tron(
     elif message is None:
         message = f"reached max_iter={max_iter} trial steps ({it} accepted)"
     ratio = gnorm / gnorm0 if gnorm0 > 0 else math.nan
-    return SolverResult(w, f, it, converged, history, time.perf_counter() - t0, message,
+    return SolverResult(w, f, it, converged, report.history.records, time.perf_counter() - t0, message,
                         "gradient ratio", ratio)

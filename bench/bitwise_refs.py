@@ -1,0 +1,54 @@
+"""Retrain the MQ2008 reference models and compare ``weights``/``intercept`` bit for bit.
+
+One command: ``python bench/bitwise_refs.py [REF_DIR] [SOLVER ...]`` (default ``/work/ref``, all four
+solvers).  Each reference ``mq2008-<solver>-{local,std}.json`` was written by
+``sparkrank train --input ../shared/data/MQ2008/Fold1/train.txt --model X --solver S --engine local -q``
+(``-std`` adds ``--standardization standard``); this trains the same models through the same CLI
+and prints one line per model (``identical`` or the largest difference), exit status 1 on any
+difference.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from sparkrank.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = ROOT / ".." / "shared" / "data" / "MQ2008" / "Fold1" / "train.txt"
+SOLVERS = ("tron", "bmrm", "ncg", "toppush")
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def check(ref_dir: Path, solver: str, variant: str) -> bool:
+    ref = json.loads((ref_dir / f"mq2008-{solver}-{variant}.json").read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "m.json"
+        argv = ["train", "--input", str(TRAIN), "--model", str(out), "--solver", solver, "--engine", "local", "-q"]
+        if variant == "std":
+            argv += ["--standardization", "standard"]
+        if main(argv) != 0:
+            print(f"{solver:8s} {variant:5s} FAILED to train")
+            return False
+        new = json.loads(out.read_text())
+    ok = _same(ref["weights"], new["weights"]) and _same(ref["intercept"], new["intercept"])
+    diff = float(np.max(np.abs(np.subtract(ref["weights"], new["weights"])))) if not ok else 0.0
+    print(f"{solver:8s} {variant:5s} {'identical' if ok else f'DIFFERS (max |dw| {diff:.3g})'}", flush=True)
+    return ok
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    ref_dir = Path(args.pop(0)) if args and Path(args[0]).is_dir() else Path("/work/ref")
+    solvers = args or SOLVERS
+    results = [check(ref_dir, s, v) for s in solvers for v in ("local", "std")]
+    sys.exit(0 if all(results) else 1)

@@ -1,0 +1,256 @@
+"""The model-selection driver: train along the C grid (warm starts), score held-out queries."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..choices import DEFAULT_COUNTING
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..data.block import DataError, RankingData
+from ..engines.base import Engine
+from ..evaluation.evaluate import model_weights_for
+from ..evaluation.kernel import MetricsKernel
+from ..evaluation.names import canonical_metric, metric_ks
+from ..model import RankingModel
+from ..numerics.vectors import fit_length
+from ..solvers.registry import solver_spec
+from ..training import train
+from .folds import OpenedEngine, as_source, local_split
+from .grid import DEFAULT_METRIC, check_c_grid
+from .result import TuneResult, combine_folds
+
+log = logging.getLogger("sparkrank.tune")
+
+
+def tune(
+    train_data,
+    *,
+    valid=None,
+    folds: int | None = None,
+    C_grid: Sequence[float] | None = None,
+    solver: str = "tron",
+    metric: str = DEFAULT_METRIC,
+    tol: float | None = None,
+    counting: str = DEFAULT_COUNTING,
+    max_iter: int | None = None,
+    solver_options: dict | None = None,
+    cold_start: bool = False,
+    refit: bool = True,
+    seed: int = 0,
+    keep_models: bool = False,
+    discount: str = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: str = DEFAULT_ZERO_IDCG,
+    train_options: dict | None = None,
+    checkpoint_dir: str | None = None,
+    checkpoint_interval: int = 1,
+    resume: bool = False,
+) -> TuneResult:
+    """Pick ``C`` by validation-set or group-wise k-fold scores, warm-starting along the grid.
+
+    Parameters
+    ----------
+    train_data : RankingData, SparkSource, Spark DataFrame or Engine
+        Training rows.  An engine works with ``valid`` only.
+    valid : same types, optional
+        Validation rows; give exactly one of ``valid`` and ``folds``.
+    folds : int, optional
+        ``k`` of group-wise k-fold cross-validation on ``train_data`` (``k >= 2``).
+    C_grid : sequence of float, optional
+        LIBLINEAR-convention ``C`` values (sorted ascending here); default
+        :data:`DEFAULT_C_GRID`.
+    solver : str
+        Any name in :data:`sparkrank.solvers.registry.SOLVERS`.
+    metric : str
+        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg``, ``ndcg@K``, ``positives_at_top``
+        or ``precision@K`` in either spelling of :mod:`sparkrank.evaluation.names`; higher is better.
+    tol, counting, max_iter, solver_options :
+        As in :func:`sparkrank.training.train`.
+    cold_start : bool
+        Train every ``C`` from zero instead of from the previous ``C``'s solution.
+    refit : bool
+        After k-fold, train at the best ``C`` on all of ``train_data`` (warm-started from
+        the mean of the fold solutions) and return it as ``model``.
+    seed : int
+        Fold assignment seed.
+    keep_models : bool
+        Keep every trained model in ``TuneResult.models``.
+    discount, zero_idcg :
+        NDCG conventions (:mod:`sparkrank.conventions`).
+    train_options : dict, optional
+        Further keyword options of :func:`~sparkrank.training.train`, the same for every ``C``.
+    checkpoint_dir : str, optional
+        Record every finished ``C`` (per fold) and checkpoint the fit in progress every
+        ``checkpoint_interval`` solver iterations (see :mod:`sparkrank.tune_checkpoints`).
+    checkpoint_interval : int
+    resume : bool
+        Continue the search recorded in ``checkpoint_dir`` (same settings and data, else a
+        :class:`~sparkrank.checkpoints.CheckpointMismatchError`): finished Cs are reused, the
+        interrupted one resumes, and the table and best model equal an undisturbed search's
+        (weights bit for bit with TRON, BMRM and NCG; seconds are the recorded ones).
+
+    Returns
+    -------
+    TuneResult
+    """
+    spec = solver_spec(solver)  # fails early on an unknown solver
+    spec.check_options(solver_options)  # and on a bad option, before any engine pass
+    # a solver whose start is fixed (TopPush's APG starts at the dual origin) declares
+    # ``warm_start=False`` in the registry; it is then trained from zero at every C
+    if not spec.warm_start:
+        if not cold_start:
+            log.info("%s cannot start from given weights: every C is trained from zero", solver)
+        cold_start = True
+    metric = canonical_metric(metric)  # "NDCG@10", "ndcg@10"; "pairwiseAccuracy", "pairwise_accuracy"
+    ks = metric_ks(metric)
+    grid = check_c_grid(C_grid)
+    if (valid is None) == (folds is None):
+        raise ValueError("give exactly one of a validation set (valid) or a fold count (folds)")
+    train_data = as_source(train_data)
+    kernel = MetricsKernel(ks, discount, zero_idcg, counting)
+    common = dict(train_options or {}, solver=solver, tol=tol, counting=counting, max_iter=max_iter,
+                  solver_options=solver_options)
+    checkpoints = None
+    if checkpoint_dir is not None:
+        from ..tune_checkpoints import TuneCheckpoints
+
+        settings = dict(grid=grid, solver=solver, metric=metric, valid=valid is not None, folds=folds, seed=seed,
+                        tol=tol, counting=counting, max_iter=max_iter, solver_options=solver_options or {},
+                        cold_start=cold_start, refit=refit, discount=discount, zero_idcg=zero_idcg,
+                        train_options=train_options or {})
+        checkpoints = TuneCheckpoints(checkpoint_dir, checkpoint_interval, resume, settings)
+    elif resume:
+        raise ValueError("--resume needs --checkpoint-dir")
+    t0 = time.perf_counter()
+    log.info("tuning %s over %d values of C (%g .. %g) by %s, %s%s", solver, len(grid), grid[0], grid[-1],
+             metric, "a validation set" if valid is not None else f"group-wise {folds}-fold",
+             ", cold starts" if cold_start else ", warm starts")
+
+    models: dict[float, list[RankingModel]] = {C: [] for C in grid} if keep_models else {}
+    best_seen: dict[str, Any] = {"metric": -math.inf, "model": None}  # validation mode
+    fold_sum: dict[int, np.ndarray] = {}  # k-fold: per C, the sum of the fold solutions
+
+    def sink(j: int, model: RankingModel, metrics: dict) -> None:
+        if keep_models:
+            models[grid[j]].append(model)
+        if valid is not None and metrics[metric] > best_seen["metric"]:  # strict: smallest C on ties
+            best_seen.update(metric=metrics[metric], model=model)
+        if valid is None and refit and not cold_start:
+            prev = fold_sum.get(j, np.zeros(0))
+            w = model.weights
+            n = max(prev.shape[0], w.shape[0])  # Spark folds may see different largest indices
+            fold_sum[j] = fit_length(prev, n) + fit_length(w, n)
+
+    # feature widths of training and held-out parts may differ (the largest index seen in
+    # each); weights are padded or cut to the held-out width, unseen features score 0
+    if valid is not None:
+        with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
+                           checkpoints and checkpoints.path(0, tr, va))]
+            held_out = [_sizes(va)]
+        mode, k = "validation", 1
+    else:
+        k = int(folds)
+        if isinstance(train_data, Engine):
+            raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
+                            "(an engine cannot be split into folds)")
+        if isinstance(train_data, RankingData):
+            splits = local_split(train_data, k, seed)
+        else:
+            train_data.fold_column(k, seed)  # clear error for data without query ids
+            splits = [train_data.split(k, i, seed) for i in range(k)]
+        paths, held_out = [], []
+        for i, (tr_src, va_src) in enumerate(splits):
+            with OpenedEngine(tr_src) as tr, OpenedEngine(va_src) as va:
+                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink,
+                                   checkpoints and checkpoints.path(i, tr, va)))
+                held_out.append(_sizes(va))
+        mode = "kfold"
+
+    rows = [combine_folds(C, [p[j] for p in paths], metric) for j, C in enumerate(grid)]
+    for j, row in enumerate(rows):
+        row.warm = j > 0 and not cold_start
+    scored = [r for r in rows if not math.isnan(r.metric)]
+    if not scored:
+        raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
+                        "queries in the held-out data)")
+    best = max(scored, key=lambda r: r.metric)  # max returns the first maximum: smallest C on ties
+
+    model = None
+    if mode == "validation":
+        model = best_seen["model"]
+    elif refit:
+        log.info("refitting %s at the best C=%g on all training data", solver, best.C)
+        with OpenedEngine(train_data) as tr:
+            # the mean fold solution is a close start: every fold saw most of the data
+            w_sum = fold_sum.get(grid.index(best.C))
+            w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
+            if checkpoints is None or not spec.warm_start:
+                model = train(tr, C=best.C, w0=w0, **common)
+            else:
+                start = checkpoints.refit(tr, _fit_settings(best.C, common), w0)
+                model = train(tr, C=best.C, w0=start.w0, callback=start.callback, resume=start.solver_state,
+                              **common)
+    result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
+                        time.perf_counter() - t0, seed, held_out)
+    log.info("best C=%g (log2 %.2f): validation %s %.5f; %d solver iterations in all, %.1fs",
+             best.C, math.log2(best.C), metric, best.metric, result.total_iterations, result.seconds)
+    kept = [r.C for r in rows if r.kept]
+    if kept:
+        log.warning("%d of %d values of C (from %g) kept the previous C's solution: it already met the "
+                    "solver's relative stopping rule; a smaller tol (e.g. 1e-5) gives a finer metric-vs-C curve",
+                    len(kept), len(rows), kept[0])
+    return result
+
+
+def _sizes(engine: Engine) -> dict[str, int]:
+    s = engine.summary
+    return {"n_rows": s.n_rows, "n_groups": s.n_groups, "n_pairs": s.n_pairs}
+
+
+def _path(tr: Engine, va: Engine, grid: list[float], kernel: MetricsKernel, metric: str, cold_start: bool,
+          common: dict, label: str, sink, checkpoints=None) -> list[dict]:
+    """Train along the ascending grid on ``tr`` (warm starts unless ``cold_start``), score on ``va``.
+
+    Returns the summary and metrics per ``C``; each model goes to ``sink(j, model, metrics)``
+    only, so a long grid over many features never holds all the weight vectors.  With
+    ``checkpoints`` (a :class:`~sparkrank.tune_checkpoints.PathCheckpoints`) each finished C
+    is recorded, and a recorded one is reused instead of trained.
+    """
+    out = []
+    w = None
+    n = len(grid)
+    for j, C in enumerate(grid):
+        w0 = None if cold_start else w
+        done = checkpoints.finished(j, C) if checkpoints is not None else None
+        if done is not None:
+            model, metrics = done
+        elif checkpoints is None or not solver_spec(common["solver"]).warm_start:
+            # a solver that cannot start from given weights (TopPush) redoes an interrupted C
+            model = train(tr, C=C, w0=w0, **common)
+        else:
+            start = checkpoints.begin(j, tr, _fit_settings(C, common), w0)
+            model = train(tr, C=C, w0=start.w0, callback=start.callback, resume=start.solver_state, **common)
+        w = model.weights
+        if done is None:
+            # a standardized model's raw weights rank every query the same way
+            metrics = kernel.finish(va.run(model_weights_for(model, va.summary.n_features), kernel).stats)
+            if checkpoints is not None:
+                checkpoints.record(j, model, metrics)
+        s = model.summary
+        log.info("%sC %d/%d = %g (log2 %.2f): %d iterations, %.2fs, objective %.6e, validation %s %.5f",
+                 label, j + 1, n, C, math.log2(C), s["iterations"], s["seconds"], s["objective"], metric,
+                 metrics[metric])
+        sink(j, model, metrics)
+        out.append({"summary": model.summary, "metrics": metrics})
+    return out
+
+
+def _fit_settings(C: float, common: dict) -> dict[str, Any]:
+    """What one fit's train checkpoints must match (as ``sparkrank train --checkpoint-dir``)."""
+    return {"solver": common["solver"], "C": C, "tol": common["tol"], "counting": common["counting"],
+            "options": common.get("solver_options") or {}, "standardization": common.get("standardization", "none")}

@@ -1,0 +1,237 @@
+"""The solver registry: one declarative entry per solver name.
+
+An entry says which objective a solver minimises, which optimiser runs on it, which
+solver-specific options it takes (name, type, range or choices, default, help, and whether
+the objective or the optimiser gets it), whether it accepts BMRM's λ and a warm start, and
+its default tolerance and iteration cap.  :func:`sparkrank.training.train`, the command line
+(``--solver`` choices and the solver-specific options with their ``--help``), ``tune``
+(:mod:`sparkrank.selection`), the pyspark.ml ``LinearRanker`` params and the model file all
+read it, so adding a solver is one objective or optimiser plus one entry in :data:`SOLVERS`.
+
+Options are checked (:meth:`SolverSpec.check_options`) before any engine pass: an unknown
+option or a value of the wrong type, out of range or not among the choices is a
+``ValueError`` naming the option and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..choices import RANKNET_GRADIENTS, TOPPUSH_SCOPES
+from ..conventions import DEFAULT_POSITIVE_THRESHOLD
+from ..kernels.erfc_sum import MIN_EPSILON
+from ..kernels.ranknet import DEFAULT_EPSILON
+from ..objectives.base import Objective
+from ..objectives.ranknet import RankNetObjective
+from ..objectives.ranksvm import HingeRisk, SquaredHingeObjective
+from ..objectives.toppush import TopPushObjective
+from .apg import apg
+from .bmrm import bmrm
+from .ncg import ncg
+from .result import SolverResult
+from .tron import tron
+
+
+@dataclass(frozen=True)
+class Option:
+    """One solver-specific option.
+
+    Attributes
+    ----------
+    name : str
+        Keyword name (``solver_options`` key; the CLI flag is ``--name``, or ``--no-name``
+        for a boolean that defaults to true).
+    type : {bool, int, float, str}
+    default : any
+        Its value when not given (``None``: the objective or optimiser decides).
+    help : str
+        One line for ``--help`` and docs.
+    choices : tuple of str, optional
+        Allowed values of a ``str`` option.
+    low, high : float, optional
+        Open (``low < v``, ``v < high``) or, with ``closed_low``, half-open bounds of a number.
+    target : {"objective", "optimiser"}
+        Who receives it: the objective's constructor or the optimiser's keyword arguments.
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    closed_low: bool = False
+    target: Literal["objective", "optimiser"] = "objective"
+
+    def allowed(self) -> str:
+        """What values are allowed, in words (for error messages and ``--help``)."""
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices)
+        if self.type is bool:
+            return "true or false"
+        kind = "an integer" if self.type is int else "a finite number"
+        if self.low is not None and self.high is not None:
+            return f"{kind} in {'[' if self.closed_low else '('}{self.low:g}, {self.high:g})"
+        if self.low is not None:
+            return f"{kind} {'>=' if self.closed_low else '>'} {self.low:g}"
+        return kind
+
+    def check(self, solver: str, value: Any) -> Any:
+        """``value`` converted to the option's type, or a ``ValueError`` naming the option."""
+        bad = ValueError(f"solver {solver!r} option {self.name}={value!r}: must be {self.allowed()}")
+        if self.type is bool:
+            if not isinstance(value, bool):
+                raise bad
+            return value
+        if self.type is str:
+            if not isinstance(value, str) or (self.choices is not None and value not in self.choices):
+                raise bad
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        if self.type is int and not float(value).is_integer():
+            raise bad
+        number = self.type(value)
+        if not math.isfinite(number):
+            raise bad
+        if self.low is not None and not (number >= self.low if self.closed_low else number > self.low):
+            raise bad
+        if self.high is not None and not number < self.high:
+            raise bad
+        return number
+
+
+#: The optimisers' shared option: diagonal preconditioning (TRON's PCG, preconditioned NCG).
+PRECONDITION = Option("precondition", bool, True,
+                      "diagonally preconditioned CG and its units-free stopping rule (default on; off: plain "
+                      "CG and the Euclidean rule, see README, Conditioning)", target="optimiser")
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """How a solver name maps to an objective, an optimiser and their options.
+
+    Attributes
+    ----------
+    name : str
+    loss : str
+        What is minimised, with its paper (for logs and ``--help``).
+    method : str
+        The optimiser, in words.
+    make_objective : callable
+        ``(engine, C, **objective_options) -> Objective`` (``counting=`` too when
+        :attr:`counts_pairs`).
+    run : callable
+        ``(objective, w0, *, tol, max_iter, callback=None, **optimiser_options) -> SolverResult``.
+    default_max_iter : int
+    default_tol : float
+    tol_meaning : str
+        What the tolerance bounds (``--tol`` help).
+    options : tuple of Option
+    takes_lambda : bool
+        Whether BMRM's λ (``λ‖w‖² + (1/N)Σ loss``) is a valid way to give the regularisation.
+    warm_start : bool
+        Whether ``run`` accepts a starting ``w0`` (a dual method such as TopPush does not).
+    counts_pairs : bool
+        Whether the objective counts support pairs (takes the ``counting`` method).
+    resumes : bool
+        Whether ``run`` takes ``resume=`` (its state in checkpoints continues bit for bit).
+    """
+
+    name: str
+    loss: str
+    method: str
+    make_objective: Callable[..., Objective]
+    run: Callable[..., SolverResult]
+    default_max_iter: int
+    default_tol: float
+    tol_meaning: str
+    options: tuple[Option, ...] = ()
+    takes_lambda: bool = False
+    warm_start: bool = True
+    counts_pairs: bool = False
+    resumes: bool = True
+    _by_name: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_by_name", {o.name: o for o in self.options})
+
+    def option(self, name: str) -> Option | None:
+        return self._by_name.get(name)
+
+    def check_options(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        """The given options, type-checked; unknown names or bad values are a ``ValueError``."""
+        checked = {}
+        for name, value in (options or {}).items():
+            option = self._by_name.get(name)
+            if option is None:
+                allowed = ", ".join(self._by_name) or "none"
+                raise ValueError(f"solver {self.name!r} has no option {name!r}; its options: {allowed}")
+            checked[name] = option.check(self.name, value)
+        return checked
+
+    def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Checked options as ``(objective's, optimiser's)``."""
+        checked = self.check_options(options)
+        objective = {k: v for k, v in checked.items() if self._by_name[k].target == "objective"}
+        optimiser = {k: v for k, v in checked.items() if self._by_name[k].target == "optimiser"}
+        return objective, optimiser
+
+
+SOLVERS: dict[str, SolverSpec] = {}
+
+
+def register(spec: SolverSpec) -> SolverSpec:
+    """Add ``spec`` to :data:`SOLVERS` (a name can be registered once)."""
+    if spec.name in SOLVERS:
+        raise ValueError(f"solver {spec.name!r} is already registered")
+    SOLVERS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a solver (tests that register a toy solver put the registry back)."""
+    SOLVERS.pop(name, None)
+
+
+def solver_spec(name: str) -> SolverSpec:
+    """The entry of ``name``, or a ``ValueError`` naming the registered solvers."""
+    if name not in SOLVERS:
+        raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+    return SOLVERS[name]
+
+
+# Default tol 1e-4 for TRON and NCG (LIBLINEAR: 1e-3): in the preconditioned, units-free norm 1e-3
+# left MQ2008's objective 1.5e-4 above the optimum, 1e-4 left 6e-6 for 3-4 more Newton steps
+# (README, Conditioning).
+register(SolverSpec(
+    "tron", "L2 squared hinge (lee-lin2014)", "L2-loss RankSVM, trust-region Newton",
+    SquaredHingeObjective, tron, 1000, 1e-4, "relative gradient norm",
+    options=(PRECONDITION,), takes_lambda=True, counts_pairs=True))
+register(SolverSpec(
+    "bmrm", "L1 hinge (airola2011)", "L1-loss RankSVM, cutting planes",
+    HingeRisk.from_c, bmrm, 5000, 1e-3, "absolute gap", takes_lambda=True, counts_pairs=True))
+register(SolverSpec(
+    "ncg", "log-sigmoid pairwise likelihood (raykar2007)", "log-sigmoid pairwise likelihood (RankNCG), nonlinear CG",
+    RankNetObjective, ncg, 1000, 1e-4, "relative gradient norm",
+    options=(
+        Option("gradient", str, "fast", "gradient by the ε-exact fast erfc sums (fast) or the exact "
+               "O(m²)-per-query sum (direct)", choices=RANKNET_GRADIENTS),
+        Option("epsilon", float, DEFAULT_EPSILON, "accuracy ε of the fast erfc sums, relative to Σ|q|",
+               low=MIN_EPSILON, high=1.0, closed_low=True),
+        Option("monitor", bool, None, "compute the exact log-likelihood every iteration (an O(pairs) pass; "
+               "default: only when free, with the direct gradient)"),
+        PRECONDITION,
+    )))
+register(SolverSpec(
+    "toppush", "TopPush: positives above the top negative (li2014)",
+    "accuracy at the top (TopPush), accelerated projected gradient",
+    TopPushObjective, apg, 5000, 1e-3, "certified relative duality gap",
+    options=(
+        Option("threshold", float, DEFAULT_POSITIVE_THRESHOLD, "labels above this are positives"),
+        Option("scope", str, "group", "push each query's positives above its own top negative (group) "
+               "or above the top negative of one global ranking (global)", choices=TOPPUSH_SCOPES),
+    ), warm_start=False, resumes=False))
