@@ -94,7 +94,8 @@ def synthetic_parquet(
 
 def synthetic_svmlight(n_rows: int, n_features: int, *, rows_per_group: int = 120, n_levels: int = 5,
                        seed: int = 0, chunk: int = 20_000) -> Path:
-    """The dense :func:`synthetic_parquet` set as LETOR-style SVMlight text (cached like it).
+    """The dense :func:`synthetic_parquet` set as LETOR-style SVMlight text, values to six
+    decimals (cached like it).
 
     Written chunk by chunk (each chunk through sparkrank's shortest-round-trip writer, then
     appended), so memory stays at one chunk; the file is what LIBLINEAR-ranksvm and sparkrank
@@ -105,14 +106,16 @@ def synthetic_svmlight(n_rows: int, n_features: int, *, rows_per_group: int = 12
     from sparkrank.data.svmlight import write_svmlight
 
     source = synthetic_parquet(n_rows, n_features, rows_per_group=rows_per_group, n_levels=n_levels, seed=seed)
-    path = source.with_suffix(".svm")
+    path = source.with_suffix(".letor.svm")
     if path.exists():
         return path
     t0 = time.perf_counter()
     tmp, piece = path.with_suffix(".svm.tmp"), path.with_suffix(".svm.piece")
     with open(tmp, "wb") as out:
         for batch in pq.ParquetFile(str(source)).iter_batches(batch_size=chunk):
-            X = np.asarray(batch.column("features").flatten(), dtype=np.float32).reshape(-1, n_features)
+            # Six decimals, as LETOR files have (the shortest text of a float32 seen as a
+            # float64 has ~17 digits and would double the file and the parse for both programs).
+            X = np.round(np.asarray(batch.column("features").flatten(), dtype=np.float64), 6).reshape(-1, n_features)
             write_svmlight(piece, X, batch.column("label").to_numpy(), batch.column("qid").to_numpy())
             out.write(piece.read_bytes())
     piece.unlink()

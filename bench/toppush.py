@@ -37,7 +37,7 @@ from _common import growth_exponent, table, write_result  # noqa: E402
 from sparkrank.conventions import c_from_lambda  # noqa: E402
 from sparkrank.data.block import RankingData  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
-from sparkrank.evaluation.metrics import evaluate_ranking  # noqa: E402
+from sparkrank.evaluation import evaluate_ranking  # noqa: E402
 from sparkrank.objectives.toppush import TopPushObjective  # noqa: E402
 from sparkrank.solvers.apg import apg  # noqa: E402
 from sparkrank.training import train  # noqa: E402

@@ -11,8 +11,9 @@ local --solver tron -C 1`` (float64 and ``--dtype float32``) as a separate proce
 LETOR-style SVMlight file (``_synthetic.synthetic_svmlight``: 300k rows x 136 dense
 features, ~2,500 queries, 5 grades, ~420 MB), wall time, CPU time and peak resident memory
 (median of ``--repeat`` runs), and the same for LIBLINEAR-ranksvm's ``train -s 8 -c 1``
-when its binary is given; the ratios are sparkrank / LIBLINEAR.  Writes
-bench/results/train_letor_process.json.
+(L2-loss RankSVM by TRON) when its binary is given; the ratios are sparkrank / LIBLINEAR.
+Also times ``read_svmlight`` alone on 1 and 2 threads.  Writes
+bench/results/train_letor_process.json and .md (the table).
 """
 
 from __future__ import annotations
@@ -59,24 +60,71 @@ def whole_process(args) -> int:
         }
         cmds["sparkrank float32"] = cmds["sparkrank float64"] + ["--dtype", "float32"]
         if args.liblinear:
-            cmds["LIBLINEAR-ranksvm -s 8"] = [args.liblinear, "-s", "8", "-c", "1", "-q", str(svm), f"{tmp}/MODEL"]
+            # -s 8: L2-regularized L2-loss RankSVM by TRON (lee-lin2014), the AA-tree counting
+            cmds[LIBLINEAR] = [args.liblinear, "-s", "8", "-c", "1", "-q", str(svm), f"{tmp}/MODEL"]
         for name, cmd in cmds.items():
             # a fresh model path per run: no program is asked to replace an existing file
             runs[name] = [run_measured([a.replace("MODEL", f"model-{len(name)}-{i}") for a in cmd])
                           for i in range(args.repeat)]
-    rows = []
-    for name, rs in runs.items():
-        rows.append({"program": name, **{k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "peak_mb")}})
-    base = next((r for r in rows if r["program"].startswith("LIBLINEAR")), None)
-    for r in rows:
-        for k in ("wall_s", "cpu_s", "peak_mb"):
-            r[f"{k} ratio"] = r[k] / base[k] if base else None
-    print(f"\n{svm.name}: {svm.stat().st_size / 1e6:.0f} MB, median of {args.repeat}")
-    print(table(rows, list(rows[0])))
-    if base is None:
+    medians = {name: {k: statistics.median(r[k] for r in rs) for k in MEASURES} for name, rs in runs.items()}
+    parse = parse_seconds(svm, args.repeat)
+    print(f"\n{svm.name}: {svm.stat().st_size / 1e6:.0f} MB, median of {args.repeat} (MB = MiB of peak RSS)")
+    print(process_table(medians))
+    if LIBLINEAR not in medians:
         print("(no --liblinear binary given: ratios skipped)")
-    print(f"\nwrote {write_result('train_letor_process', {'file': svm.name, 'rows': rows})}")
+    print("\nread_svmlight alone (in process, median of %d):" % args.repeat)
+    print(table(parse, list(parse[0])))
+    out = write_result("train_letor_process", {"file": svm.name, "bytes": svm.stat().st_size, "repeat": args.repeat,
+                                               "runs": runs, "median": medians, "parse": parse})
+    md = out.with_suffix(".md")
+    md.write_text(f"{svm.name} ({svm.stat().st_size / 1e6:.0f} MB), median of {args.repeat}\n\n"
+                  + process_table(medians, markdown=True) + "\n")
+    print(f"\nwrote {out} and {md}")
     return 0
+
+
+LIBLINEAR = "LIBLINEAR-ranksvm -s 8 -c 1"
+MEASURES = {"wall_s": ("wall", "{:.1f} s"), "cpu_s": ("CPU", "{:.1f} s"), "peak_mb": ("peak memory", "{:,.0f} MB")}
+
+
+def process_table(medians: dict, markdown: bool = False) -> str:
+    """Issue 12's layout: a row per measure, a column per program, and sparkrank / LIBLINEAR ratios."""
+    names = list(medians)
+    base = medians.get(LIBLINEAR)
+    ours = [n for n in names if n != LIBLINEAR]
+    header = [""] + names + ([f"ratio {n.split()[-1]}" for n in ours] if base else [])
+    rows = []
+    for key, (label, fmt) in MEASURES.items():
+        row = [label] + [fmt.format(medians[n][key]) for n in names]
+        if base:
+            row += [f"{medians[n][key] / base[key]:.2f}" for n in ours]
+        rows.append(row)
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    return "\n".join("  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in [header] + rows)
+
+
+def parse_seconds(path, repeat: int) -> list[dict]:
+    """Wall and CPU seconds of ``read_svmlight`` on 1 and 2 threads (after a warm-up that compiles)."""
+    import statistics
+    import time
+
+    from sparkrank.data.svmlight import read_svmlight
+
+    read_svmlight(path, threads=1)
+    rows = []
+    for threads in (1, 2):
+        wall, cpu = [], []
+        for _ in range(repeat):
+            t, c = time.perf_counter(), time.process_time()
+            f = read_svmlight(path, threads=threads)
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+            del f
+        rows.append({"threads": threads, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu)})
+    return rows
 
 
 def main(argv=None) -> int:

@@ -158,7 +158,8 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
     g.add_argument("--threads", type=int, metavar="N",
-                   help="local engine: threads for the products and the pair counting (default: every core); "
+                   help="local engine: threads for parsing SVMlight text, the products and the pair counting "
+                        "(default: every core); "
                         "the model is the same bit for bit for any N")
 
 
@@ -623,7 +624,8 @@ def _write_svmlight_file(out: str, data) -> None:
 
 def _add_tune_and_report(sub) -> None:
     """The ``tune`` and ``report`` subcommands, and ``--report DIR`` on ``train``."""
-    from .selection import DEFAULT_METRIC, METRICS_HELP
+    from .evaluation.names import METRICS_HELP
+    from .selection import DEFAULT_METRIC
 
     sub.choices["train"].add_argument(
         "--report", metavar="DIR", help="also write PNGs to DIR: convergence, and (local engine) scores by label")

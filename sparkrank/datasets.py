@@ -1,19 +1,17 @@
-"""Synthetic ranking data with a known linear utility, and the bundled sample files.
+"""Synthetic ranking data with a known linear utility, and the generator of the bundled sample files.
 
-Used for the bundled sample (``sample:train`` / ``sample:test``), tests and benchmarks.
+Used for the bundled sample (``sample:train`` / ``sample:test``, located by
+:func:`sparkrank.io.uri.sample_path`), tests and benchmarks.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from .data.block import RankingData
-
-SAMPLE_NAMES = ("train", "test")
 
 
 def make_ranking_data(
@@ -72,13 +70,6 @@ def make_ranking_data(
             total += sizes[-1]
         qid = np.repeat(np.arange(1, len(sizes) + 1), sizes)
     return RankingData.from_arrays(X, labels, qid, dtype=dtype), w_true
-
-
-def sample_path(name: str) -> Path:
-    """Path of a bundled sample file (``train`` or ``test``)."""
-    if name not in SAMPLE_NAMES:
-        raise ValueError(f"unknown sample {name!r}; choose one of {', '.join(SAMPLE_NAMES)}")
-    return Path(str(resources.files("sparkrank") / "sample" / f"{name}.svmlight"))
 
 
 def write_sample(directory: str | Path, *, seed: int = 2026) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data.block import DataError, RankingData
-from .engines.linalg import csr_dot
+from .numerics.linalg import csr_dot
 from .standardization import Standardization
 
 FORMAT_VERSION = 2
@@ -150,7 +150,7 @@ class RankingModel:
             np.save(buffer, self.raw_weights)
             fs.write_bytes(path + ".weights.npy", buffer.getvalue())
             d["weights_npy"] = U.basename(path) + ".weights.npy"
-        fs.write_text(path, json.dumps(d, indent=1, default=_json_default))
+        fs.write_text(path, json.dumps(d, indent=1, default=json_default))
 
     @classmethod
     def load(cls, path: str | Path) -> "RankingModel":
@@ -260,7 +260,8 @@ def _weight_vector(value: Any, source: str, key: str) -> np.ndarray:
     return w
 
 
-def _json_default(o):
+def json_default(o):
+    """``json.dumps`` ``default=`` for numpy scalars and arrays (model, tune and checkpoint files)."""
     if isinstance(o, np.bool_):
         return bool(o)
     if isinstance(o, np.integer):

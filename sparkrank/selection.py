@@ -26,16 +26,17 @@ other on MQ2008).
 
 Engines
 -------
-* ``RankingData``: the local engine; k-fold shuffles the groups with ``seed`` and deals
-  them round-robin, so folds differ in size by at most one group.
+* ``RankingData``: the local engine.
 * :class:`SparkSource` (a DataFrame plus column names and engine options) or a plain
-  DataFrame: the Spark engine; fold ``i`` of ``k`` is the rows whose
-  ``pmod(xxhash64(qid, seed), k) == i``, a filter Spark pushes into the scan, so a fold is
-  never collected to the driver.  Validation metrics come from the same one-pass
-  :class:`~sparkrank.evaluation.kernel.MetricsKernel` as ``sparkrank evaluate`` (executor
-  or driver placement).
+  DataFrame: the Spark engine; a fold is a filter Spark pushes into the scan, so it is
+  never collected to the driver.
 * An already-built :class:`~sparkrank.engines.base.Engine`: validation-set mode only (an
   engine cannot be split into folds).
+
+Both engines put a group into fold ``seeded hash of its id mod k``
+(:mod:`sparkrank.data.folds`), so the same data gets the same folds on either.  Validation
+metrics come from the same one-pass :class:`~sparkrank.evaluation.kernel.MetricsKernel` as
+``sparkrank evaluate`` (executor or driver placement).
 
 The grid default is lee-lin2014 §4.4's ``C ∈ {2⁻¹⁵, 2⁻¹⁴, …, 2¹⁰}``.
 """
@@ -54,13 +55,16 @@ import numpy as np
 
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from .data.block import DataError, RankingData
+from .data.folds import group_folds, spark_group_fold
 from .data.groups import QueryGroups
 from .engines.base import Engine
 from .engines.registry import make_engine
-from .evaluation.evaluate import fit_length, model_weights_for
+from .evaluation.evaluate import model_weights_for
 from .evaluation.kernel import MetricsKernel
+from .evaluation.names import PAIRWISE_ACCURACY, canonical_metric, metric_ks
 from .kernels.counting import DEFAULT_COUNTING
-from .model import RankingModel, _json_default
+from .model import RankingModel, json_default
+from .numerics.vectors import fit_length
 from .training import solver_spec, train
 
 log = logging.getLogger("sparkrank.tune")
@@ -69,8 +73,7 @@ log = logging.getLogger("sparkrank.tune")
 DEFAULT_C_GRID: tuple[float, ...] = tuple(2.0**e for e in range(-15, 11))
 #: Pairwise accuracy is defined for every data set (real-valued labels, one global
 #: ranking) and is what RankSVM's pairwise loss approximates, so it is the default.
-DEFAULT_METRIC = "pairwise_accuracy"
-METRICS_HELP = "pairwise_accuracy, auc, mean_ndcg or ndcg@K (e.g. ndcg@10)"
+DEFAULT_METRIC = PAIRWISE_ACCURACY
 
 
 def c_grid_from_range(low: int, high: int) -> list[float]:
@@ -94,20 +97,6 @@ def check_c_grid(grid: Iterable[float] | None) -> list[float]:
             raise ValueError(f"every C must be a positive finite number, got {c!r}")
         out.append(c)
     return sorted(set(out))
-
-
-def metric_ks(metric: str) -> tuple[int, ...]:
-    """Validate a metric name; the NDCG cut-offs the metrics kernel must compute for it."""
-    if metric in ("pairwise_accuracy", "auc", "mean_ndcg"):
-        return (1,)
-    if metric.startswith("ndcg@"):
-        try:
-            k = int(metric[5:])
-        except ValueError:
-            k = 0
-        if k >= 1:
-            return (k,)
-    raise ValueError(f"unknown metric {metric!r}; choose {METRICS_HELP}")
 
 
 # ----------------------------------------------------------------------------- data sources
@@ -142,11 +131,12 @@ class SparkSource:
 
     def fold_column(self, k: int, seed: int):
         """The fold number of each row, a seeded hash of its group id (whole groups)."""
-        from .ml.folds import group_fold_column
+        from .io.sources import ColumnSpec, group_expression
 
-        if not self.qid_col or self.qid_col not in self.df.columns:
+        group = ColumnSpec.parse_group(self.qid_col)
+        if not group or any(g not in self.df.columns for g in group):
             raise DataError("group-wise k-fold needs a query-id column; this DataFrame has none (one global ranking)")
-        return group_fold_column(self.qid_col, k, seed)
+        return spark_group_fold(group_expression(group), k, seed)
 
     def split(self, k: int, fold: int, seed: int) -> tuple["SparkSource", "SparkSource"]:
         """``(training part, held-out part)`` of fold ``fold``."""
@@ -171,21 +161,10 @@ def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
     return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
 
 
-def group_folds(n_groups: int, k: int, seed: int = 0) -> np.ndarray:
-    """Fold number (``0..k-1``) of each of ``n_groups`` groups: shuffled, dealt round-robin."""
-    if k < 2:
-        raise ValueError(f"k-fold needs at least 2 folds, got {k}")
-    if n_groups < k:
-        raise DataError(f"group-wise {k}-fold needs at least {k} query groups, the data has {n_groups}")
-    fold = np.empty(n_groups, dtype=np.int64)
-    fold[np.random.default_rng(seed).permutation(n_groups)] = np.arange(n_groups) % k
-    return fold
-
-
 def _local_split(data: RankingData, k: int, seed: int) -> list[tuple[RankingData, RankingData]]:
     if data.qids is None:
         raise DataError("group-wise k-fold needs query ids; this data is one global ranking")
-    fold = group_folds(data.groups.n_groups, k, seed)
+    fold = group_folds(data.qids, k, seed)
     return [(take_groups(data, np.flatnonzero(fold != i)), take_groups(data, np.flatnonzero(fold == i)))
             for i in range(k)]
 
@@ -338,7 +317,7 @@ class TuneResult:
             d["best_model"] = {"C": self.model.C, "lam": self.model.lam, "iterations": s.get("iterations"),
                                "objective": s.get("objective"), "seconds": s.get("seconds"),
                                "converged": s.get("converged")}
-        return json.loads(json.dumps(d, default=_json_default))
+        return json.loads(json.dumps(d, default=json_default))
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` as JSON to a local path or any Hadoop URI (atomically)."""
@@ -421,7 +400,8 @@ def tune(
     solver : str
         Any name in :data:`sparkrank.training.SOLVERS`.
     metric : str
-        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg`` or ``ndcg@K``; higher is better.
+        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg``, ``ndcg@K``, ``positives_at_top``
+        or ``precision@K`` in either spelling of :mod:`sparkrank.evaluation.names`; higher is better.
     tol, counting, max_iter, solver_options :
         As in :func:`sparkrank.training.train`.
     cold_start : bool
@@ -458,7 +438,7 @@ def tune(
         if not cold_start:
             log.info("%s cannot start from given weights: every C is trained from zero", solver)
         cold_start = True
-    metric = metric.strip().lower()  # "NDCG@10" and "ndcg@10" are the same metric
+    metric = canonical_metric(metric)  # "NDCG@10", "ndcg@10"; "pairwiseAccuracy", "pairwise_accuracy"
     ks = metric_ks(metric)
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):

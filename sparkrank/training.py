@@ -273,7 +273,7 @@ class _WithEngineProgress:
 def training_objective_value(model: RankingModel, engine: Engine) -> float:
     """The model's own training objective (same loss, C and standardization) at its weights on ``engine``'s data."""
     from .engines.scaled import ScaledEngine
-    from .evaluation.evaluate import fit_length
+    from .numerics.vectors import fit_length
 
     n = engine.summary.n_features
     if model.standardization is not None:  # the weights act on scaled columns

@@ -27,7 +27,7 @@ import numpy as np
 
 from .checkpoints import (CheckpointMismatchError, Resumption, begin, check_compatible, clear, data_fingerprint,
                           delete, list_names, read_text, write_text_atomic)
-from .model import RankingModel, _json_default
+from .model import RankingModel, json_default
 
 log = logging.getLogger("sparkrank.tune")
 
@@ -110,14 +110,14 @@ class PathCheckpoints:
 
     def record(self, j: int, model: RankingModel, metrics: dict) -> None:
         """C number ``j`` is finished: record it, then drop its train checkpoints."""
-        text = json.dumps({"model": model.to_dict(), "metrics": metrics}, default=_json_default)
+        text = json.dumps({"model": model.to_dict(), "metrics": metrics}, default=json_default)
         write_text_atomic(self._record_path(j), text)
         clear(f"{self.directory}/C-{j:03d}")
 
 
 def _plain(value: Any) -> Any:
     """``value`` as it reads back from JSON (so a comparison after a round trip is fair)."""
-    return json.loads(json.dumps(value, default=_json_default))
+    return json.loads(json.dumps(value, default=json_default))
 
 
 def _check_or_write(path: str, meta: dict[str, Any], resume: bool) -> None:

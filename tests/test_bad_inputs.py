@@ -196,6 +196,66 @@ def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, ca
         assert messages["spark"] == messages["local"]
 
 
+def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
+    """Several files, a bad row in the second, and a --where that drops rows before it: both
+    engines count the row in its own file, before the filter (Spark's _metadata.row_index)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for part, qid0 in (("part-0.parquet", 1), ("part-1.parquet", 101)):
+        values = [[1.0, float(i)] for i in range(N_ROWS)]
+        if part == "part-1.parquet":
+            values[9] = [1.0, float("nan")]
+        pq.write_table(pa.table({"label": [float(i % 3) for i in range(N_ROWS)],
+                                 "qid": [qid0 + i // 4 for i in range(N_ROWS)],
+                                 "indices": pa.array([[0, 2]] * N_ROWS, pa.list_(pa.int32())),
+                                 "values": pa.array(values, pa.list_(pa.float64()))}), lake / part)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(lake, engine, tmp_path, capsys, "--partitions", "3", "--where", "qid <> 101")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == f"{lake / 'part-1.parquet'}: row 9: feature column 2 is nan"
+    assert messages["spark"] == messages["local"]
+
+
+@pytest.mark.parametrize("case, line, detail", [
+    ("no-qid", "1 1:1", "line 5 has no qid but line 1 of {first} has one"),
+    ("string-qid", "1 qid:abc 1:1", "qid 'abc' on line 5 is not an integer, but the first qid (line 1 of {first}) is"),
+])
+def test_svmlight_files_follow_the_first_files_qid_rule_on_both_engines(spark, tmp_path, capsys, case, line, detail):
+    """Several SVMlight files: the first data line of the first file fixes the qid rule of all."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    first = _text(lake / "a.txt", _lines(40))
+    second = _lines(40)
+    second[4] = line
+    bad = _text(lake / "b.txt", second)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(lake, engine, tmp_path, capsys)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"].startswith(f"{bad}: {detail.format(first=first)}"), messages
+    assert messages["spark"] == messages["local"]
+
+
+def test_svmlight_files_with_one_qid_rule_stack_on_both_engines(spark, tmp_path, capsys):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    lines = _lines(80)
+    _text(lake / "a.txt", lines[:40])
+    _text(lake / "b.txt", lines[40:])
+    _text(lake / "c.txt", ["# only a comment"])
+    whole = _text(tmp_path / "whole.txt", lines)
+    models = {}
+    for engine in ENGINES:
+        for name, path in (("lake", lake), ("whole", whole)):
+            rc, err = _train(path, engine, tmp_path, capsys)
+            assert rc == 0, err
+            models[engine, name] = json.loads((tmp_path / f"m-{engine}.json").read_text())["weights"]
+    assert models["local", "lake"] == models["local", "whole"] == models["spark", "lake"] == models["spark", "whole"]
+
+
 def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_path, capsys):
     from pyspark.ml.linalg import Vectors, VectorUDT
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType

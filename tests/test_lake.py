@@ -17,7 +17,8 @@ import pytest
 
 from sparkrank.cli import main
 from sparkrank.data.io import read_ranking_data, write_parquet
-from sparkrank.datasets import make_ranking_data, sample_path
+from sparkrank.datasets import make_ranking_data
+from sparkrank.io.uri import sample_path
 from sparkrank.model import RankingModel
 
 

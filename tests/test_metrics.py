@@ -351,3 +351,45 @@ def test_validation():
         pairwise_accuracy(groups, scores, method="bogus")
     with pytest.raises(ValueError):
         evaluate_ranking(groups, scores, ks=(1, 1))
+
+
+def test_one_metric_vocabulary_accepts_both_spellings():
+    from sparkrank.evaluation.names import canonical_metric, metric_ks
+
+    for spelling, canonical in (("pairwiseAccuracy", "pairwise_accuracy"), ("pairwise_accuracy", "pairwise_accuracy"),
+                             ("meanNDCG", "mean_ndcg"), ("MEAN_NDCG", "mean_ndcg"), ("auc", "auc"),
+                             ("NDCG@10", "ndcg@10"), ("positivesAtTop", "positives_at_top"),
+                             ("precision@5", "precision@5"), (" ndcg@07 ", "ndcg@7")):
+        assert canonical_metric(spelling) == canonical, spelling
+    assert metric_ks("precision@3") == (3,) and metric_ks("auc") == (1,)
+    for bad in ("ndcg@0", "ndcg", "precision@", "map", "ndcg@x"):
+        with pytest.raises(ValueError, match="unknown metric"):
+            canonical_metric(bad)
+    # every pooled metric the kernel reports is spelled canonically
+    groups, scores = _hand_example()
+    report = evaluate_ranking(groups, scores, ks=(1, 3))
+    for name in report:
+        if not name.startswith("n_"):
+            assert canonical_metric(name) == name
+
+
+def test_pooled_metrics_are_the_kernel_on_any_split_into_blocks():
+    """Statistics of blocks merge (exactly) into the statistics of the whole: the one pooled path."""
+    from sparkrank.evaluation import MetricsKernel
+    from sparkrank.numerics.exact_sum import dd_add, dd_round
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 9, size=40)
+    labels = rng.integers(0, 3, size=sizes.sum()).astype(float)
+    groups = QueryGroups.from_offsets(labels, np.concatenate([[0], np.cumsum(sizes)]))
+    scores = rng.normal(size=groups.n_rows)
+    kernel = MetricsKernel(ks=(1, 5))
+    whole = kernel.statistics(groups, scores)
+    cut = 17  # blocks of whole groups, as engines cut them
+    a = kernel.statistics(groups.slice(0, cut), scores[: groups.offsets[cut]])
+    b = kernel.statistics(groups.slice(cut, groups.n_groups), scores[groups.offsets[cut]:])
+    assert b.merge(a).as_dict() == whole.as_dict()
+    # what an engine hands back: the blocks' double-double arrays added and rounded once
+    engine_total = dd_round(dd_add(a.result().stats_dd(), b.result().stats_dd()))
+    assert kernel.finish(a.merge(b)) == kernel.finish(engine_total) == kernel.finish(whole)
+    assert kernel.finish(whole) == evaluate_ranking(groups, scores, ks=(1, 5))

@@ -263,9 +263,12 @@ def test_ranking_evaluator_matches_local_metrics(spark, df, local_data, fitted):
     model = fitted
     scored = model.transform(df).cache()
     local = evaluate_ranking(local_data.groups, model.rankingModel.predict(local_data), ks=(5,))
+    # the same metrics kernel as evaluate/tune: every metric, in either spelling
     for name, key in (("ndcg@5", "ndcg@5"), ("meanNDCG", "mean_ndcg"), ("pairwiseAccuracy", "pairwise_accuracy"),
-                      ("auc", "auc")):
+                      ("auc", "auc"), ("positivesAtTop", "positives_at_top"), ("precision@5", "precision@5")):
         assert RankingEvaluator(metricName=name).evaluate(scored) == pytest.approx(local[key], rel=1e-12), name
+    with pytest.raises(DataError, match="predictionCol 'prediction'.*nan"):
+        RankingEvaluator().evaluate(scored.withColumn("prediction", F.lit(float("nan"))))
     assert RankingEvaluator(metricName="ndcg", k=5).evaluate(scored) == pytest.approx(local["ndcg@5"], rel=1e-12)
     # one global ranking: every row compared with every other
     one = RankingData.from_arrays(local_data.X, local_data.labels)

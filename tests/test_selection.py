@@ -10,6 +10,8 @@ import pytest
 
 from sparkrank.cli import main
 from sparkrank.data.block import DataError, RankingData
+from sparkrank.data.folds import group_folds
+from sparkrank.evaluation.names import metric_ks
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.evaluation import evaluate_ranking
@@ -20,9 +22,7 @@ from sparkrank.selection import (
     _local_split,
     c_grid_from_range,
     check_c_grid,
-    group_folds,
     load_tune_result,
-    metric_ks,
     take_groups,
     tune,
 )
@@ -127,8 +127,9 @@ def test_group_folds_keep_groups_whole_and_cover_each_group_once():
     held = [set(va.qids) for _, va in folds]
     assert set().union(*held) == set(data.qids)
     assert sum(len(h) for h in held) == data.groups.n_groups  # disjoint
-    sizes = np.bincount(group_folds(data.groups.n_groups, k, 7))
-    assert sizes.max() - sizes.min() <= 1
+    # fold i holds exactly the groups whose id hashes to i (sparkrank.data.folds, as on Spark)
+    fold_of = dict(zip(data.qids, group_folds(data.qids, k, 7)))
+    assert held == [{q for q, f in fold_of.items() if f == i} for i in range(k)]
     for tr, va in folds:
         assert set(tr.qids) | set(va.qids) == set(data.qids) and not set(tr.qids) & set(va.qids)
         for part in (tr, va):
@@ -284,3 +285,8 @@ def test_kfold_on_spark_trains_each_fold_and_refits(spark, split):
     for key, total in (("n_rows", data.n_rows), ("n_groups", data.groups.n_groups), ("n_pairs", data.groups.n_pairs)):
         assert sum(h[key] for h in result.held_out) == total
     assert result.best_C == max(result.rows, key=lambda r: r.metric).C
+    # one fold rule (sparkrank.data.folds): the local engine holds out the same groups per fold
+    local = tune(data, folds=2, C_grid=[0.05, 0.2], seed=3)
+    assert local.held_out == result.held_out
+    for a, b in zip(local.rows, result.rows):
+        np.testing.assert_allclose(a.fold_metrics, b.fold_metrics, rtol=1e-9)

@@ -187,7 +187,7 @@ def mq2008(tmp_path_factory):
 def test_mq2008_spark_equals_local(spark, mq2008, placement, partitions, solver, max_iter):
     # MQ2008's L2 problem is badly conditioned (near-collinear LETOR features): TRON amplifies
     # a one-ulp difference ~100x per Newton step, so this only holds because every engine
-    # rounds its sums once from double-doubles (engines/exact_sum.py)
+    # rounds its sums once from double-doubles (numerics/exact_sum.py)
     data, path = mq2008
     local = train(data, solver=solver, C=1.0, max_iter=max_iter)
     with SparkEngine(spark.read.parquet(path), num_partitions=partitions, placement=placement) as engine:

@@ -8,8 +8,8 @@ import scipy.sparse as sp
 
 from sparkrank.data.block import DataError, RankingData
 from sparkrank.engines.local import LocalEngine
-from sparkrank.evaluation.kernel import MetricsKernel
-from sparkrank.evaluation.metrics import (
+from sparkrank.evaluation import (
+    MetricsKernel,
     evaluate_ranking,
     per_group_metrics,
     positives_at_top,

@@ -210,6 +210,11 @@ def _check_finite(X: sp.csr_matrix, y: np.ndarray) -> None:
     if bad.size:
         r = int(bad[0])
         raise DataError(f"label of row {r} is {float(y[r])!r}: labels must be finite ({bad.size} bad rows)")
+    # The sum is NaN or infinite when a value is (or, rarely, when finite values overflow it):
+    # only then scan for the culprit, so valid data costs no mask the size of X.
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(X.data, dtype=np.float64)):
+            return
     badnz = np.flatnonzero(~np.isfinite(X.data))
     if badnz.size:
         k = int(badnz[0])

@@ -1,7 +1,7 @@
 """The engine interface: where ``X·w``, the score-space kernel and ``Xᵀ·c`` run.
 
 An objective asks an engine for one *pass*: ``p = X v`` over all rows, a
-:class:`ScoreKernel` applied to the scores of whole query groups, and ``Xᵀ c`` of the
+:class:`~sparkrank.kernels.base.ScoreKernel` applied to the scores of whole query groups, and ``Xᵀ c`` of the
 coefficients the kernel returns, summed over blocks (Spark ML's ``RDDLossFunction``
 shape: broadcast the vector, aggregate per-block results, release the broadcast).  A
 kernel may keep per-block state (sorted order, scores) that a later pass at the same
@@ -13,56 +13,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..data.groups import QueryGroups
-
-
-@dataclass
-class KernelResult:
-    """What a score-space kernel returns for one block of whole query groups.
-
-    Attributes
-    ----------
-    stats : float64 array (s,)
-        Additive statistics (loss partial sums, counts); summed over blocks.
-    coef : float64 array (m_block,) or None
-        Per-row coefficients ``c``; the engine returns ``Xᵀ c`` summed over blocks.
-    state : object
-        Block-local state to keep for later passes (only if the caller asked).
-    stats_lo : float64 array (s,) or None
-        Low parts of ``stats`` when the kernel summed them as double-doubles
-        (:mod:`sparkrank.engines.exact_sum`); engines then merge blocks without order
-        dependence, so every engine and partitioning gives the same float64 totals.
-    """
-
-    stats: np.ndarray
-    coef: np.ndarray | None = None
-    state: Any = None
-    stats_lo: np.ndarray | None = None
-
-    def stats_dd(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(stats, stats_lo)`` as float64 arrays (``lo`` zeros if the kernel gave none)."""
-        hi = np.asarray(self.stats, dtype=np.float64)
-        lo = np.zeros_like(hi) if self.stats_lo is None else np.asarray(self.stats_lo, dtype=np.float64)
-        return hi, lo
-
-
-class ScoreKernel(Protocol):
-    """A picklable callable ``(groups, scores, state) -> KernelResult``.
-
-    ``scores`` is ``X v`` for the rows of ``groups`` (float64), ``state`` the block's state
-    from an earlier pass or ``None``.
-
-    Engines may run a kernel on several blocks of whole groups and add up the results, so a
-    kernel's output for a group must depend on that group alone.  A kernel that ranks
-    across group boundaries (TopPush's global scope) says so with a true ``spans_groups``
-    attribute; engines then give it all rows in one block, or refuse.
-    """
-
-    def __call__(self, groups: QueryGroups, scores: np.ndarray, state: Any) -> KernelResult: ...
+from ..kernels.base import ScoreKernel
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from functools import reduce
 import numpy as np
 
 from ..data.block import RankingData
-from .base import (ColumnMoments, DataSummary, Engine, FeatureStatistics, KernelResult, PassResult, ScoreKernel,
-                   StateHandle)
-from .exact_sum import csr_tdot_dd, dd_add, dd_round
-from .linalg import csr_dot
+from ..kernels.base import KernelResult, ScoreKernel
+from ..numerics.exact_sum import csr_tdot_dd, dd_add, dd_round
+from ..numerics.linalg import csr_dot
+from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
 
 
@@ -89,7 +89,7 @@ class LocalEngine(Engine):
         X = self.data.X
         v = np.ascontiguousarray(vector, dtype=np.float64)
         scores = np.concatenate(self._runner.map(lambda rows: csr_dot(X, v, rows), self._row_chunks))
-        whole = getattr(kernel, "spans_groups", False)  # optional ScoreKernel attribute
+        whole = kernel.spans_groups
         chunks, spans = ([self.data.groups], [(0, self.data.n_rows)]) if whole else (self._group_chunks,
                                                                                     self._group_rows)
         return self._runner.map(lambda groups, span, st: kernel(groups, scores[span[0]: span[1]], st),

@@ -55,16 +55,19 @@ class EngineEntry:
 def _build_local(source, *, n_features: int | None = None, dtype: type = np.float64,
                  drop_invalid_rows: bool = False, threads: int | None = None) -> Engine:
     from .local import LocalEngine
+    from .threads import check_threads
 
-    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows), threads=threads)
+    threads = check_threads(threads)  # the same threads parse the text (SVMlight) and run the passes
+    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows, threads), threads=threads)
 
 
-def _ranking_data(source, n_features, dtype, drop_invalid_rows):
+def _ranking_data(source, n_features, dtype, drop_invalid_rows, threads=1):
     from ..data.block import RankingData
 
     if isinstance(source, RankingData):
         return source if n_features is None else source.with_features(n_features)
-    return source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows)
+    return source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows,
+                               threads=threads)
 
 
 def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: type = np.float64,

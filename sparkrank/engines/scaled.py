@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, ScoreKernel, StateHandle
+from ..kernels.base import ScoreKernel
+from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 
 
 class ScaledEngine(Engine):

@@ -41,6 +41,8 @@ import numpy as np
 from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
+from ..kernels.base import ScoreKernel
+from ..numerics.exact_sum import dd_round
 from ..spark import blocks
 from ..spark.errors import ClusterError
 from ..spark.locate import locate_row_error
@@ -50,10 +52,8 @@ from .base import (
     DataSummary,
     Engine,
     PassResult,
-    ScoreKernel,
     StateHandle,
 )
-from .exact_sum import dd_round
 
 log = logging.getLogger("sparkrank.spark")
 

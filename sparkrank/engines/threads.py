@@ -10,7 +10,7 @@ partitions, only with threads instead of executors:
 
 Why the model stays bit for bit the same for any thread count (and equal to Spark's): a
 row's score is computed by one thread from the same operands; ``Xᵀc`` and the kernels'
-statistics are double-double sums (:mod:`sparkrank.engines.exact_sum`) merged in chunk
+statistics are double-double sums (:mod:`sparkrank.numerics.exact_sum`) merged in chunk
 order and rounded once, so how the rows are cut does not change the rounded result; and a
 group's kernel output depends only on that group.
 """

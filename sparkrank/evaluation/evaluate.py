@@ -10,18 +10,11 @@ from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_POSITIVE_THRESHOLD, DEF
 from ..data.block import DataError
 from ..engines.base import Engine
 from ..model import convergence_report
+from ..numerics.vectors import fit_length
 from .kernel import MetricsKernel
 from .metrics import DEFAULT_KS
 
 log = logging.getLogger("sparkrank")
-
-
-def fit_length(v: np.ndarray, n_features: int, fill: float = 0.0) -> np.ndarray:
-    """``v`` padded with ``fill`` (or cut, for unseen trailing features) to ``n_features``."""
-    out = np.full(n_features, fill, dtype=np.float64)
-    k = min(n_features, v.shape[0])
-    out[:k] = v[:k]
-    return out
 
 
 def model_weights_for(model, n_features: int) -> np.ndarray:

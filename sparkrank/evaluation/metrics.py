@@ -1,4 +1,6 @@
-"""Ranking metrics: pairwise accuracy, AUC / C-index and NDCG (DESIGN.md §3.5).
+"""Per-query ranking metrics: pairwise accuracy, AUC / C-index, NDCG, positives at the top,
+precision@k (DESIGN.md §3.5).  Pooled values (over all queries) have one path, the metrics
+kernel of :mod:`sparkrank.evaluation.kernel`, which sums :func:`group_sums`.
 
 Every convention (preference pairs, tied scores, NDCG gain and discount, queries with a
 zero ideal DCG) comes from :mod:`sparkrank.conventions`; this module only implements them.
@@ -54,19 +56,16 @@ from ..conventions import (
 )
 from ..data.groups import QueryGroups
 from ..kernels.counting import DEFAULT_COUNTING, check_counting_method, count_support_pairs
+from ..kernels.toppush import Bipartite, top_negative
+from .names import AUC, MEAN_NDCG, PAIRWISE_ACCURACY, POSITIVES_AT_TOP, ndcg_name, precision_name
 
 __all__ = [
-    "pairwise_accuracy",
     "pairwise_accuracy_per_group",
-    "auc",
     "auc_per_group",
     "ndcg_at",
-    "mean_ndcg",
-    "evaluate_ranking",
+    "group_sums",
     "per_group_metrics",
-    "positives_at_top",
     "positives_at_top_per_group",
-    "precision_at_k",
     "precision_at_k_per_group",
     "DEFAULT_KS",
 ]
@@ -147,10 +146,6 @@ def _ratio_per_group(numerator: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _pooled(numerator: float, n_pairs: int) -> float:
-    return float(numerator / n_pairs) if n_pairs > 0 else float("nan")
-
-
 def pairwise_accuracy_per_group(
     groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING
 ) -> np.ndarray:
@@ -176,31 +171,6 @@ def pairwise_accuracy_per_group(
     return _ratio_per_group(pairs - le, pairs)
 
 
-def pairwise_accuracy(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> float:
-    """Pooled pairwise accuracy ``|{(u, l) in P: p_u > p_l}| / N`` (lee-lin2014 §4.4).
-
-    Tied scores count as *not* correctly ordered, so a constant model scores 0.  The ratio
-    is over all pairs of all groups; NaN when the data has no pairs.
-
-    Parameters
-    ----------
-    groups : QueryGroups
-        Labels and contiguous group structure.
-    scores : float64 array (m,)
-        Model scores.
-    method : {"selection", "rbtree", "direct", "pairs"}
-        Counting structure passed to :func:`count_support_pairs`.
-
-    Returns
-    -------
-    float
-    """
-    scores = _check_scores(groups, scores)
-    le, _ = _misordered_counts(groups, scores, method, with_strict=False)
-    n_pairs = groups.n_pairs
-    return _pooled(n_pairs - int(le.sum()), n_pairs)
-
-
 def auc_per_group(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> np.ndarray:
     """Per-group AUC / C-index with tied scores counted ½; NaN for groups without pairs.
 
@@ -214,34 +184,6 @@ def auc_per_group(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFA
     le, lt = _misordered_counts(groups, scores, method, with_strict=True)
     pairs = groups.pairs_per_group
     return _ratio_per_group(pairs - le + 0.5 * (le - lt), pairs)
-
-
-def auc(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFAULT_COUNTING) -> float:
-    """Pooled Wilcoxon–Mann–Whitney AUC with tied scores counted as one half.
-
-    ``(#{(u, l) in P: p_u > p_l} + ½ #{(u, l) in P: p_u == p_l}) / N``.  For two label
-    levels this is the AUC (per group, pooled over the pairs of all groups); for more
-    label levels it is the pairwise concordance ("C-index", Harrell's C without censoring)
-    over all preference pairs.  A constant model scores exactly 0.5.  NaN without pairs.
-
-    Parameters
-    ----------
-    groups : QueryGroups
-        Labels and contiguous group structure.
-    scores : float64 array (m,)
-        Model scores.
-    method : {"selection", "rbtree", "direct", "pairs"}
-        Counting structure passed to :func:`count_support_pairs`.
-
-    Returns
-    -------
-    float
-    """
-    scores = _check_scores(groups, scores)
-    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
-    n_pairs = groups.n_pairs
-    le_total, lt_total = int(le.sum()), int(lt.sum())
-    return _pooled(n_pairs - le_total + 0.5 * (le_total - lt_total), n_pairs)
 
 
 # --------------------------------------------------------------------------- NDCG
@@ -305,10 +247,9 @@ class _NdcgTable:
         out[has] = total[offsets[1:][has] - 1] / count[has]
         return out
 
-    def n_groups_zero_idcg(self) -> int:
-        """Non-empty groups where the zero-IDCG rule applied at some cut-off."""
-        hit = np.bincount(self.group_of_row[self.undefined], minlength=self.groups.n_groups)
-        return int(np.count_nonzero(hit))
+    def zero_idcg_groups(self) -> np.ndarray:
+        """Per group: the zero-IDCG rule applied at some cut-off (never for an empty group)."""
+        return np.bincount(self.group_of_row[self.undefined], minlength=self.groups.n_groups) > 0
 
 
 def ndcg_at(
@@ -349,52 +290,13 @@ def ndcg_at(
     return _NdcgTable(groups, scores, discount, zero_idcg).at(k)
 
 
-def mean_ndcg(
-    groups: QueryGroups,
-    scores: np.ndarray,
-    *,
-    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
-    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
-) -> float:
-    """LETOR's MeanNDCG: per query the average of NDCG@1..n_q, then the mean over queries.
-
-    Queries that are NaN (empty, or ``"skip"``-ed by the zero-IDCG rule) are left out of
-    the mean over queries; NaN when no query is left.  The per-query values are in
-    :func:`per_group_metrics` (``"mean_ndcg"``).
-
-    Parameters
-    ----------
-    groups : QueryGroups
-        Labels and contiguous group structure.
-    scores : float64 array (m,)
-        Model scores.
-    discount : {"letor", "yahoo"}
-        NDCG discount convention.
-    zero_idcg : {"zero", "one", "skip"}
-        Value of NDCG at cut-offs whose ideal DCG is not positive.
-
-    Returns
-    -------
-    float
-    """
-    scores = _check_scores(groups, scores)
-    return _nanmean(_NdcgTable(groups, scores, discount, zero_idcg).mean())
-
-
-def _nanmean(values: np.ndarray) -> float:
-    finite = values[~np.isnan(values)]
-    return float(finite.mean()) if finite.size else float("nan")
-
-
 # --------------------------------------------------------------------------- bipartite (li2014)
 
 
 def _top_counts(groups: QueryGroups, scores: np.ndarray, threshold: float):
     """Per group: positives, positives strictly above the top negative, and "has both classes"."""
-    from ..kernels.toppush import Bipartite, _top_negative
-
     bp = Bipartite.of(groups, float(threshold), "group")
-    top, _ = _top_negative(scores, bp.is_pos, bp.offsets, bp.active)
+    top, _ = top_negative(scores, bp.is_pos, bp.offsets, bp.active)
     at_top = bp.is_pos & bp.row_active & (scores > np.repeat(top, groups.group_sizes))
     n_pos = _group_sums_int(bp.is_pos.astype(np.int64), groups.offsets)
     return n_pos, _group_sums_int(at_top.astype(np.int64), groups.offsets), bp.active
@@ -413,19 +315,6 @@ def positives_at_top_per_group(
     scores = _check_scores(groups, scores)
     n_pos, at_top, both = _top_counts(groups, scores, threshold)
     return _ratio_per_group(at_top, np.where(both, n_pos, 0))
-
-
-def positives_at_top(
-    groups: QueryGroups, scores: np.ndarray, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
-) -> float:
-    """Pooled positives at the top: ``Σ_g #{positives above g's top negative} / Σ_g #positives``.
-
-    Over the groups with both classes (li2014's measure; ties count against the model);
-    NaN when there is none.
-    """
-    scores = _check_scores(groups, scores)
-    n_pos, at_top, both = _top_counts(groups, scores, threshold)
-    return _pooled(int(at_top[both].sum()), int(n_pos[both].sum()))
 
 
 def _precision_table(groups: QueryGroups, scores: np.ndarray, threshold: float):
@@ -461,13 +350,6 @@ def precision_at_k_per_group(
     return _precision_at(hits, n_pos, groups, k)
 
 
-def precision_at_k(
-    groups: QueryGroups, scores: np.ndarray, k: int, *, threshold: float = DEFAULT_POSITIVE_THRESHOLD
-) -> float:
-    """Mean precision@k over the groups that have a positive (NaN when none has)."""
-    return _nanmean(precision_at_k_per_group(groups, scores, k, threshold=threshold))
-
-
 # --------------------------------------------------------------------------- reports
 
 
@@ -476,6 +358,50 @@ def _check_ks(ks: Iterable[int]) -> tuple[int, ...]:
     if len(set(ks)) != len(ks):
         raise ValueError(f"duplicate NDCG cut-offs in {ks}")
     return ks
+
+
+def group_sums(
+    groups: QueryGroups,
+    scores: np.ndarray,
+    *,
+    ks: Iterable[int] = DEFAULT_KS,
+    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
+    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
+    method: str = DEFAULT_COUNTING,
+    threshold: float = DEFAULT_POSITIVE_THRESHOLD,
+) -> dict[str, np.ndarray]:
+    """Per group, the counts and values every metric is made of (per query here, pooled by
+    :class:`~sparkrank.evaluation.kernel.MetricsKernel`).
+
+    Returns
+    -------
+    dict of str to array (G,)
+        ``rows``, ``pairs``, ``correct_pairs`` (``p_u > p_l``), ``tied_pairs`` (``p_u == p_l``),
+        ``positives``, ``positives_at_top`` (above the group's top negative; 0 without both
+        classes) as int64; ``both_classes`` and ``zero_idcg`` (the zero-IDCG rule applied)
+        as bool; ``ndcg@K``, ``mean_ndcg`` and ``precision@K`` values (NaN where undefined).
+    """
+    scores = _check_scores(groups, scores)
+    ks = _check_ks(ks)
+    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
+    pairs = groups.pairs_per_group.astype(np.int64)
+    table = _NdcgTable(groups, scores, discount, zero_idcg)
+    n_pos, at_top, both = _top_counts(groups, scores, threshold)
+    hits, _ = _precision_table(groups, scores, threshold)
+    out: dict[str, np.ndarray] = {
+        "rows": groups.group_sizes.astype(np.int64),
+        "pairs": pairs,
+        "correct_pairs": pairs - le,
+        "tied_pairs": le - lt,
+        "zero_idcg": table.zero_idcg_groups(),
+    }
+    for k in ks:
+        out[ndcg_name(k)] = table.at(k)
+    out[MEAN_NDCG] = table.mean()
+    out.update(positives=n_pos, both_classes=both, positives_at_top=np.where(both, at_top, 0))
+    for k in ks:
+        out[precision_name(k)] = _precision_at(hits, n_pos, groups, k)
+    return out
 
 
 def per_group_metrics(
@@ -513,91 +439,22 @@ def per_group_metrics(
         skipped); ``"positives"`` (int64), ``"positives_at_top"`` and ``"precision@K"``
         (bipartite by ``label > threshold``; NaN where undefined).
     """
-    scores = _check_scores(groups, scores)
     ks = _check_ks(ks)
-    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
-    pairs = groups.pairs_per_group
-    table = _NdcgTable(groups, scores, discount, zero_idcg)
+    sums = group_sums(groups, scores, ks=ks, discount=discount, zero_idcg=zero_idcg, method=method,
+                      threshold=threshold)
+    pairs = sums["pairs"]
     out: dict[str, np.ndarray] = {
-        "rows": groups.group_sizes.astype(np.int64),
-        "pairs": pairs.astype(np.int64),
-        "pairwise_accuracy": _ratio_per_group(pairs - le, pairs),
-        "auc": _ratio_per_group(pairs - le + 0.5 * (le - lt), pairs),
+        "rows": sums["rows"],
+        "pairs": pairs,
+        PAIRWISE_ACCURACY: _ratio_per_group(sums["correct_pairs"], pairs),
+        AUC: _ratio_per_group(sums["correct_pairs"] + 0.5 * sums["tied_pairs"], pairs),
     }
     for k in ks:
-        out[f"ndcg@{k}"] = table.at(k)
-    out["mean_ndcg"] = table.mean()
-    n_pos, at_top, both = _top_counts(groups, scores, threshold)
-    out["positives"] = n_pos
-    out["positives_at_top"] = _ratio_per_group(at_top, np.where(both, n_pos, 0))
-    hits, _ = _precision_table(groups, scores, threshold)
+        out[ndcg_name(k)] = sums[ndcg_name(k)]
+    out[MEAN_NDCG] = sums[MEAN_NDCG]
+    out["positives"] = sums["positives"]
+    out[POSITIVES_AT_TOP] = _ratio_per_group(sums["positives_at_top"], np.where(sums["both_classes"],
+                                                                                 sums["positives"], 0))
     for k in ks:
-        out[f"precision@{k}"] = _precision_at(hits, n_pos, groups, k)
+        out[precision_name(k)] = sums[precision_name(k)]
     return out
-
-
-def evaluate_ranking(
-    groups: QueryGroups,
-    scores: np.ndarray,
-    *,
-    ks: Iterable[int] = DEFAULT_KS,
-    discount: NdcgDiscount = DEFAULT_NDCG_DISCOUNT,
-    zero_idcg: ZeroIdcgRule = DEFAULT_ZERO_IDCG,
-    method: str = DEFAULT_COUNTING,
-    threshold: float = DEFAULT_POSITIVE_THRESHOLD,
-) -> dict[str, float | int]:
-    """All metrics of one scoring, as plain Python numbers (JSON-serialisable).
-
-    Parameters
-    ----------
-    groups : QueryGroups
-        Labels and contiguous group structure.
-    scores : float64 array (m,)
-        Model scores.
-    ks : iterable of int
-        NDCG cut-offs reported as ``"ndcg@K"`` (means over queries).
-    discount : {"letor", "yahoo"}
-        NDCG discount convention.
-    zero_idcg : {"zero", "one", "skip"}
-        NDCG value where the ideal DCG is not positive.
-    method : {"selection", "rbtree", "direct", "pairs"}
-        Counting structure for the pairwise metrics.
-
-    Returns
-    -------
-    dict
-        ``pairwise_accuracy``, ``auc`` (pooled over all pairs), ``mean_ndcg``,
-        ``ndcg@K`` (means over queries, NaN queries left out) as floats; ``n_rows``,
-        ``n_groups``, ``n_pairs``, ``n_groups_without_pairs`` (empty groups included) and
-        ``n_groups_zero_idcg`` (groups where the zero-IDCG rule applied) as ints.  A
-        metric with nothing to average is ``nan``.  Bipartite by ``label > threshold``:
-        ``positives_at_top`` (pooled) and ``precision@K`` (mean over groups with a
-        positive) as floats, ``n_positives`` as an int.
-    """
-    scores = _check_scores(groups, scores)
-    ks = _check_ks(ks)
-    le, lt = _misordered_counts(groups, scores, method, with_strict=True)
-    n_pairs = groups.n_pairs
-    le_total, lt_total = int(le.sum()), int(lt.sum())
-    table = _NdcgTable(groups, scores, discount, zero_idcg)
-    report: dict[str, float | int] = {
-        "pairwise_accuracy": _pooled(n_pairs - le_total, n_pairs),
-        "auc": _pooled(n_pairs - le_total + 0.5 * (le_total - lt_total), n_pairs),
-        "mean_ndcg": _nanmean(table.mean()),
-    }
-    for k in ks:
-        report[f"ndcg@{k}"] = _nanmean(table.at(k))
-    report.update(
-        n_rows=groups.n_rows,
-        n_groups=groups.n_groups,
-        n_pairs=n_pairs,
-        n_groups_without_pairs=groups.n_groups_without_pairs,
-        n_groups_zero_idcg=table.n_groups_zero_idcg(),
-    )
-    n_pos, at_top, both = _top_counts(groups, scores, threshold)
-    report["positives_at_top"] = _pooled(int(at_top[both].sum()), int(n_pos[both].sum()))
-    hits, _ = _precision_table(groups, scores, threshold)
-    for k in ks:
-        report[f"precision@{k}"] = _nanmean(_precision_at(hits, n_pos, groups, k))
-    report["n_positives"] = int(n_pos.sum())
-    return report

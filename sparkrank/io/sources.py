@@ -25,7 +25,6 @@ Column rules (the same on both engines and in pyspark.ml)
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Sequence
@@ -135,15 +134,17 @@ class Source:
 
     # -- in-process ---------------------------------------------------------------------------
     def ranking_data(self, *, n_features: int | None = None, dtype: type = np.float64,
-                     drop_invalid_rows: bool = False) -> RankingData:
-        """The rows as a :class:`RankingData` (read in this process; local paths only)."""
+                     drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
+        """The rows as a :class:`RankingData` (read in this process; local paths only; SVMlight
+        text is parsed on ``threads`` threads)."""
         paths = [self._local_path(u) for u in self.uris]
         fmt = get_format(self.format)
         if not fmt.local:
             raise ValueError(f"{self.name}: {self.format} input needs the Spark engine (--engine spark)")
         if self.format == "svmlight":
-            return self._svmlight_data(n_features, dtype)
-        from ..data.io import ranking_data_from_table
+            return self._svmlight_data(n_features, dtype, threads)
+        from ..data.arrow import RowError
+        from ..data.table import ranking_data_from_table
         from .where import to_arrow_filter
 
         dataset = fmt.local_dataset(paths)
@@ -159,9 +160,12 @@ class Source:
             raise
         meta = dataset.schema.metadata or {}
         stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
-        return ranking_data_from_table(table, self.columns, where=where, n_features=n_features,
-                                       stored_n_features=stored_n, dtype=dtype,
-                                       drop_invalid_rows=drop_invalid_rows)
+        read = dict(n_features=n_features, stored_n_features=stored_n, dtype=dtype,
+                    drop_invalid_rows=drop_invalid_rows)
+        try:
+            return ranking_data_from_table(table, self.columns, where=where, **read)
+        except RowError as exc:
+            raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
     def _local_path(self, uri: str) -> str:
         path = U.local_path(uri)
@@ -170,25 +174,59 @@ class Source:
                              "use --engine spark (or auto) for Hadoop URIs")
         return path
 
-    def _svmlight_data(self, n_features, dtype) -> RankingData:
+    def _svmlight_data(self, n_features, dtype, threads: int) -> RankingData:
         from ..data.svmlight import parse_svmlight_bytes, read_svmlight
 
         group = self.columns.group
         _check_svmlight_group(group, f"{self.name}: ")
-        parts = []
+        parts, layout = [], None
         for entry in self.files:
             path = self._local_path(entry.path)
+            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout)
             if path.lower().endswith(".bz2"):
-                raw = decompressed(LOCAL.read_bytes(path))
-                parts.append(parse_svmlight_bytes(raw, name=path, n_features=n_features, dtype=dtype))
+                part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=path, **read)
             else:
-                parts.append(read_svmlight(path, n_features=n_features, dtype=dtype))
-        X, labels, qid = _stack_svmlight(parts, self.name)
+                part = read_svmlight(path, **read)
+            # The first data line of the first file fixes the qid rule of every file, as on
+            # Spark (spark/svmlight.py): a later file breaking it fails on its own line.
+            layout = layout or part.qid_layout
+            parts.append(part)
+        X, labels, qid = _stack_svmlight(parts)
         if not group:
             qid = None
         if self.where:
             X, labels, qid = _filter_arrays(X, labels, qid, self.where, f"{self.name}: ")
         return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+
+
+def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | None:
+    """``"{file}: row {n}: {detail}"`` for the first bad row of a local Arrow dataset, ``n``
+    counted in its own file before ``--where`` (as Spark's ``_metadata.row_index``, so both
+    engines name the same file and row; see :mod:`sparkrank.spark.locate`).  Runs only on
+    the error path: each file is read again, in the order the dataset concatenated them."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from ..data.arrow import RowError
+    from ..data.table import ranking_data_from_table
+
+    children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
+    for child in children:
+        for fragment in child.get_fragments(filter=flt):
+            table = fragment.to_table(schema=child.schema)
+            table = table.append_column("__sparkrank_row", pa.array(np.arange(table.num_rows)))
+            if flt is not None:
+                table = ds.dataset(table).to_table(filter=flt)
+            name = os.path.abspath(fragment.path)
+            try:
+                ranking_data_from_table(table, columns, where=f"{name}: ", **read)
+            except RowError as exc:
+                return f"{name}: row {table.column('__sparkrank_row')[exc.row].as_py()}: {exc.detail}"
+            except DataError:
+                return None
+    return None
 
 
 def _features_name(columns: ColumnSpec) -> str:
@@ -255,22 +293,20 @@ def _spark_filter(df, text: str, where: str):
                         f"{', '.join(df.columns)}") from None
 
 
-def _stack_svmlight(parts, name: str):
+def _stack_svmlight(parts):
     """One ``(X, labels, qid)`` from several parsed SVMlight files (widths padded)."""
     import scipy.sparse as sp
 
     if len(parts) == 1:
         return parts[0].X, parts[0].labels, parts[0].qid
-    if len({p.qid is None for p in parts}) > 1:
-        raise DataError(f"{name}: some files have qid: tokens, others not")
+    # All files followed one qid rule (the first file's), so the qid arrays are all present
+    # or all absent and of one kind; files without data lines add nothing.
+    rows = [p for p in parts if p.labels.shape[0]] or parts[:1]
     width = max(p.X.shape[1] for p in parts)
     X = sp.vstack([sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=(p.X.shape[0], width))
-                   for p in parts], format="csr")
-    labels = np.concatenate([p.labels for p in parts])
-    qid = None
-    if parts[0].qid is not None:
-        kinds = {p.qid.dtype.kind in "iu" for p in parts}
-        qid = np.concatenate([p.qid if kinds == {True} else p.qid.astype(str) for p in parts])
+                   for p in rows], format="csr")
+    labels = np.concatenate([p.labels for p in rows])
+    qid = None if rows[0].qid is None else np.concatenate([p.qid for p in rows])
     return X, labels, qid
 
 
@@ -289,20 +325,6 @@ def _filter_arrays(X, labels, qid, text: str, where: str):
     flt = to_arrow_filter(text, [n for n in table.column_names if n != "__row"], where)
     rows = ds.dataset(table).to_table(filter=flt, columns=["__row"]).column(0).to_numpy()
     return X[rows], labels[rows], None if qid is None else qid[rows]
-
-
-def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
-    """The group id of each row of an Arrow table: one column's values, or for several the
-    JSON text of the values (as Spark's ``to_json(struct(...))``); ``None`` where a part is null."""
-    if len(group) == 1:
-        return table.column(group[0])
-    import pyarrow as pa
-
-    columns = [table.column(g).to_pylist() for g in group]
-    out = [None if any(v is None for v in values) else
-           json.dumps(dict(zip(group, values)), separators=(",", ":"), default=str)
-           for values in zip(*columns)]
-    return pa.array(out, type=pa.string())
 
 
 # ----------------------------------------------------------------------------- opening

@@ -9,11 +9,15 @@ Windows drive letters (``C:\\x``) are not schemes.
 from __future__ import annotations
 
 import re
+from importlib import resources
+from pathlib import Path
 from urllib.parse import urlparse
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _GLOB_CHARS = set("*?[{")
 SAMPLE_SCHEME = "sample"
+#: The bundled samples (``sparkrank/sample/NAME.svmlight``, made by :func:`sparkrank.datasets.write_sample`).
+SAMPLE_NAMES = ("train", "test")
 
 
 def scheme(uri: str) -> str:
@@ -27,11 +31,16 @@ def has_scheme(uri: str) -> bool:
     return scheme(uri) not in ("", SAMPLE_SCHEME)
 
 
+def sample_path(name: str) -> Path:
+    """Path of a bundled sample file (``train`` or ``test``)."""
+    if name not in SAMPLE_NAMES:
+        raise ValueError(f"unknown sample {name!r}; choose one of {', '.join(SAMPLE_NAMES)}")
+    return Path(str(resources.files("sparkrank") / "sample" / f"{name}.svmlight"))
+
+
 def resolve_sample(uri: str) -> str:
     """``sample:NAME`` -> the bundled file's local path; anything else unchanged."""
     if scheme(uri) == SAMPLE_SCHEME:
-        from ..datasets import sample_path
-
         return str(sample_path(str(uri).split(":", 1)[1]))
     return str(uri)
 

@@ -40,7 +40,7 @@ costs memory O(N), not O(spread).  Differences ``y - c_k`` and ``z_i - c_k`` are
 against a representable centre, so they are exact (Sterbenz) for nearby large-magnitude
 points; the fast sum is not less accurate than the direct one at large ``|z|``.
 
-The cluster machinery (:func:`_expansion_insert`, :func:`_expansion_evaluate`) is shared with
+The cluster machinery (:func:`expansion_insert`, :func:`expansion_evaluate`) is shared with
 the RankNet kernel (:mod:`sparkrank.kernels.ranknet`), which adds sources level by level.
 """
 
@@ -186,7 +186,7 @@ def _build_clusters(z, r_x):
 
 
 @njit(cache=True, nogil=True)
-def _series_factors(p, h):
+def series_factors(p, h):
     """``e^{-n²h²}/n`` for ``n = 1, 3, ..., 2p-1`` (raykar2007 eq. (10))."""
     f = np.empty(p, dtype=np.float64)
     for j in range(p):
@@ -214,7 +214,7 @@ def _fenwick_prefix(tree, k):
 
 
 @njit(cache=True, nogil=True)
-def _expansion_insert(A, B, qk, tree, centres, factors, h, c, z, q):
+def expansion_insert(A, B, qk, tree, centres, factors, h, c, z, q):
     """Add source ``q·erfc(· - z)`` in cluster ``c`` to its coefficients (eq. (10))."""
     t = 2.0 * h * (z - centres[c])
     cn = math.cos(t)
@@ -232,7 +232,7 @@ def _expansion_insert(A, B, qk, tree, centres, factors, h, c, z, q):
 
 
 @njit(cache=True, nogil=True)
-def _expansion_evaluate(A, B, qk, tree, centres, h, r_y, y):
+def expansion_evaluate(A, B, qk, tree, centres, h, r_y, y):
     """``Ê(y)``: series for clusters within ``r_y``, ``2·Q_k`` beyond on the right (eqs. (9), (11))."""
     k_count = centres.shape[0]
     lo = np.searchsorted(centres, y - r_y, side="left")
@@ -256,7 +256,7 @@ def _expansion_evaluate(A, B, qk, tree, centres, h, r_y, y):
 
 
 @njit(cache=True, nogil=True)
-def _empty_expansions(points, r_x, p):
+def empty_expansions(points, r_x, p):
     """Clusters of ``points`` and zeroed per-cluster state: series ``A, B``, weights ``Q_k``, prefix tree."""
     centres, cid = _build_clusters(points, r_x)
     k = centres.shape[0]
@@ -265,13 +265,13 @@ def _empty_expansions(points, r_x, p):
 
 @njit(cache=True, nogil=True)
 def _fast_sum(targets, sources, weights, p, h, r_x, r_y):
-    centres, cid, A, B, qk, tree = _empty_expansions(sources, r_x, p)
-    factors = _series_factors(p, h)
+    centres, cid, A, B, qk, tree = empty_expansions(sources, r_x, p)
+    factors = series_factors(p, h)
     for i in range(sources.shape[0]):
-        _expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], sources[i], weights[i])
+        expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], sources[i], weights[i])
     out = np.empty(targets.shape[0])
     for j in range(targets.shape[0]):
-        out[j] = _expansion_evaluate(A, B, qk, tree, centres, h, r_y, targets[j])
+        out[j] = expansion_evaluate(A, B, qk, tree, centres, h, r_y, targets[j])
     return out
 
 

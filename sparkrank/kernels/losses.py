@@ -15,13 +15,13 @@ import numpy as np
 
 from ..conventions import MARGIN
 from ..data.groups import QueryGroups
-from ..engines.base import KernelResult
-from ..engines.exact_sum import dd_add, sum_dd
+from ..numerics.exact_sum import dd_add, sum_dd
+from .base import KernelResult, ScoreKernel
 from .counting import DEFAULT_COUNTING, count_support_pairs, sort_within_groups
 
 
 @dataclass(frozen=True)
-class HingeKernel:
+class HingeKernel(ScoreKernel):
     """L1 pairwise hinge: airola2011 eqs. (5)-(8).
 
     stats = ``[Σ_P max(0, 1 - (p_u - p_l)), #support pairs]``; coef = ``c - d``.
@@ -39,7 +39,7 @@ class HingeKernel:
 
 
 @dataclass(frozen=True)
-class SquaredHingeKernel:
+class SquaredHingeKernel(ScoreKernel):
     """L2 pairwise squared hinge: loss and gradient of lee-lin2014 eqs. (18)-(19).
 
     With ``l⁺ = n_above``, ``l⁻ = n_below`` and ``α± = `` sums of ``p`` over the support
@@ -63,7 +63,7 @@ class SquaredHingeKernel:
 
 
 @dataclass(frozen=True)
-class SquaredHingeHessianKernel:
+class SquaredHingeHessianKernel(ScoreKernel):
     """Generalized Hessian-vector product of the squared hinge, lee-lin2014 eq. (17).
 
     Given ``u = Xv`` and the kept ``(p, order)``: ``c = 2((l⁺+l⁻)u - (γ⁺+γ⁻))`` where ``γ±``
@@ -80,7 +80,7 @@ class SquaredHingeHessianKernel:
 
 
 @dataclass(frozen=True)
-class SupportPairDiagonalKernel:
+class SupportPairDiagonalKernel(ScoreKernel):
     """The score-space Hessian's diagonal of the squared hinge, for diagonal preconditioners.
 
     The generalized Hessian of ``Σ_SV (1 - p_u + p_l)²`` in score space is ``2·L`` with ``L``

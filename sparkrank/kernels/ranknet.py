@@ -51,14 +51,14 @@ from numba import njit
 
 from ..choices import check_choice
 from ..data.groups import QueryGroups
-from ..engines.base import KernelResult
+from .base import KernelResult, ScoreKernel
 from .erfc_sum import (
-    _empty_expansions,
-    _expansion_evaluate,
-    _expansion_insert,
-    _series_factors,
     check_grid_span,
+    empty_expansions,
     erfc_sum_parameters,
+    expansion_evaluate,
+    expansion_insert,
+    series_factors,
 )
 
 #: ``a`` of ``σ(z) ≈ 1 - ½ erfc(a z)`` (raykar2007 §4, eq. (3)).
@@ -123,7 +123,7 @@ def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef):
 @njit(cache=True, nogil=True)
 def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, r_x, r_y, direct_below, coef):
     """Erfc-approximated derivative (module docstring), ε-exact fast sums per group."""
-    factors = _series_factors(p, h)
+    factors = series_factors(p, h)
     for g in range(offsets.shape[0] - 1):
         s_levels = n_levels[g]
         if s_levels < 2:
@@ -153,17 +153,17 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
             r = label_rank[lo + i]
             order[fill[r]] = i
             fill[r] += 1
-        centres, cid, A, B, qk, tree = _empty_expansions(z, r_x, p)
+        centres, cid, A, B, qk, tree = empty_expansions(z, r_x, p)
         # upward sweep: -½ Σ_{l below} erfc(z_k - z_l)
         for lev in range(s_levels):
             if lev > 0:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    coef[lo + i] -= 0.5 * _expansion_evaluate(A, B, qk, tree, centres, h, r_y, z[i])
+                    coef[lo + i] -= 0.5 * expansion_evaluate(A, B, qk, tree, centres, h, r_y, z[i])
             if lev < s_levels - 1:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    _expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
+                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
         A[:, :] = 0.0
         B[:, :] = 0.0
         qk[:] = 0.0
@@ -174,11 +174,11 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
             if lev < s_levels - 1:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    coef[lo + i] += n_above - 0.5 * _expansion_evaluate(A, B, qk, tree, centres, h, r_y, z[i])
+                    coef[lo + i] += n_above - 0.5 * expansion_evaluate(A, B, qk, tree, centres, h, r_y, z[i])
             if lev > 0:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    _expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
+                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
                 n_above += start[lev + 1] - start[lev]
 
 
@@ -187,7 +187,7 @@ def check_gradient_mode(gradient: str) -> str:
 
 
 @dataclass(frozen=True)
-class RankNetKernel:
+class RankNetKernel(ScoreKernel):
     """Log-sigmoid pairwise loss per query group (module docstring).
 
     Attributes

@@ -28,8 +28,7 @@ from numba import njit
 from ..choices import check_choice
 from ..conventions import DEFAULT_POSITIVE_THRESHOLD
 from ..data.groups import QueryGroups
-from ..engines.base import KernelResult
-from ..engines.exact_sum import sum_dd
+from .base import KernelResult, ScoreKernel, Statistics
 from .simplex_projection import project_groups
 
 Scope = Literal["group", "global"]
@@ -67,17 +66,10 @@ class Bipartite:
         return cls(is_pos, offsets, active, np.repeat(active, sizes))
 
 
-def _stats(values: list[np.ndarray | float]) -> tuple[np.ndarray, np.ndarray]:
-    """Additive statistics as double-doubles, so every engine sums them the same way."""
-    hi, lo = np.empty(len(values)), np.empty(len(values))
-    for k, v in enumerate(values):
-        hi[k], lo[k] = sum_dd(np.atleast_1d(np.asarray(v, dtype=np.float64)))
-    return hi, lo
-
-
 @njit(cache=True)
-def _top_negative(scores, is_pos, offsets, active):
-    """Per unit: the highest negative score and the first row attaining it."""
+def top_negative(scores, is_pos, offsets, active):
+    """Per unit: the highest negative score and the first row attaining it (also the
+    bipartite metrics' "positives at the top", :mod:`sparkrank.evaluation.metrics`)."""
     U = offsets.shape[0] - 1
     top = np.full(U, -np.inf)
     arg = np.full(U, -1, dtype=np.int64)
@@ -98,7 +90,7 @@ def primal_terms(bp: Bipartite, scores: np.ndarray):
     positives), its square, the per-row flag "positive not strictly above its top negative"
     (ties count against the model, :mod:`sparkrank.conventions`) and each unit's top negative row.
     """
-    top, arg = _top_negative(scores, bp.is_pos, bp.offsets, bp.active)
+    top, arg = top_negative(scores, bp.is_pos, bp.offsets, bp.active)
     sizes = np.diff(bp.offsets)
     top_row = np.repeat(top, sizes)
     pos = bp.is_pos & bp.row_active
@@ -106,7 +98,7 @@ def primal_terms(bp: Bipartite, scores: np.ndarray):
     return hinge, hinge * hinge, pos & (scores <= top_row), arg
 
 
-class _RankingUnit:
+class _RankingUnit(ScoreKernel):
     """``spans_groups`` for the TopPush kernels: a global-scope kernel ranks all rows at once,
     so an engine must not cut its input at group boundaries (see ``ScoreKernel``)."""
 
@@ -156,8 +148,7 @@ class TopPushPrimalKernel(_RankingUnit):
         per_unit = np.bincount(unit_of_row, weights=2.0 * hinge, minlength=bp.active.size)
         has = arg >= 0
         coef[arg[has]] += per_unit[has]
-        hi, lo = _stats([loss, float(np.count_nonzero(not_top))])
-        return KernelResult(hi, coef, stats_lo=lo)
+        return Statistics.summed(dict(zip(PRIMAL_STATS, [loss, float(np.count_nonzero(not_top))]))).result(coef)
 
 
 def conjugate_loss(a: np.ndarray) -> np.ndarray:
@@ -199,13 +190,12 @@ class TopPushStepKernel(_RankingUnit):
         x_next = project_groups(y - self.step * grad, pos, bp.offsets, bp.active)
         d = x_next - y
         _, loss, not_top, _ = primal_terms(bp, scores)
-        hi, lo = _stats([
+        stats = Statistics.summed(dict(zip(STEP_STATS, [
             np.where(pos, conjugate_loss(y), 0.0),
             np.where(pos, conjugate_loss(x_next), 0.0),
             grad * d,
             d * d,
             loss,
             float(np.count_nonzero(not_top)),
-        ])
-        coef = np.where(pos, x_next, -x_next)
-        return KernelResult(hi, coef, (x_next, x), stats_lo=lo)
+        ])))
+        return stats.result(np.where(pos, x_next, -x_next), (x_next, x))

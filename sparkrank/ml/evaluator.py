@@ -1,9 +1,10 @@
-"""RankingEvaluator: per-query ranking metrics of a scored DataFrame as a pyspark.ml Evaluator."""
+"""RankingEvaluator: pooled ranking metrics of a scored DataFrame as a pyspark.ml Evaluator."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, get_args
+
+import numpy as np
 
 from pyspark import keyword_only
 from pyspark.ml.evaluation import Evaluator
@@ -11,19 +12,29 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
+from ..choices import check_choice
+from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, NdcgDiscount, ZeroIdcgRule
 from ..data.block import DataError
-from .params import _choice
+from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
 
-_METRIC = re.compile(r"^(ndcg(@[1-9][0-9]*)?|meanNDCG|pairwiseAccuracy|auc)$")
-_GROUP = "__sparkrank_group"
+#: ``metricName="ndcg"`` takes its cut-off from the ``k`` param.
+_NDCG_WITH_K = "ndcg"
+_SCORE = "__sparkrank_score"
 
 
 def _metric_name(value):
     value = TypeConverters.toString(value)
-    if not _METRIC.match(value):
-        raise ValueError(f"metricName must be ndcg, ndcg@K (K >= 1), meanNDCG, pairwiseAccuracy or auc; got {value!r}")
+    if value.strip().lower() != _NDCG_WITH_K:
+        try:
+            canonical_metric(value)
+        except ValueError:
+            raise ValueError(f"metricName must be ndcg (with k) or one of {METRICS_HELP}, in either spelling "
+                             f"(pairwiseAccuracy or pairwise_accuracy); got {value!r}") from None
     return value
+
+
+def _one_of(what: str, choices: tuple[str, ...]):
+    return lambda value: check_choice(TypeConverters.toString(value), choices, what)
 
 
 def _positive_int(value):
@@ -34,33 +45,36 @@ def _positive_int(value):
 
 
 class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsReadable, DefaultParamsWritable):
-    """Ranking quality of scored rows, evaluated per group (query) and averaged.
+    """Ranking quality of scored rows, evaluated per group (query) and pooled.
 
-    Metrics (conventions from :mod:`sparkrank.conventions`, values from
-    :func:`sparkrank.spark.evaluate.per_query_metrics`):
+    The metrics are those of ``sparkrank evaluate`` and ``tune``, computed the same way: the
+    metrics kernel (:class:`sparkrank.evaluation.kernel.MetricsKernel`) on a Spark engine
+    whose one feature is the prediction (conventions from :mod:`sparkrank.conventions`).
+    ``metricName`` takes either spelling of :mod:`sparkrank.evaluation.names`:
 
     * ``ndcg@K`` / ``ndcg`` (with ``k``): mean over groups of NDCG@K, gain ``2**y − 1``,
       discount ``ndcgDiscount``; groups with zero ideal DCG follow ``zeroIdcg``;
-    * ``meanNDCG``: mean over groups of the average of NDCG@1..size;
-    * ``pairwiseAccuracy``: correctly ordered preference pairs / all pairs (pooled over
-      groups, as :func:`sparkrank.evaluation.evaluate_ranking`; tied scores count as wrong);
-    * ``auc``: the same with tied pairs counted ½ (WMW).
+    * ``meanNDCG`` / ``mean_ndcg``: mean over groups of the average of NDCG@1..size;
+    * ``pairwiseAccuracy`` / ``pairwise_accuracy``: correctly ordered preference pairs / all
+      pairs (pooled over groups; tied scores count as wrong);
+    * ``auc``: the same with tied pairs counted ½ (WMW);
+    * ``positivesAtTop`` / ``positives_at_top`` and ``precision@K``: bipartite by ``label > 0``.
 
     All are larger-is-better.  Rows of a group must carry the same ``groupCol`` value (several
     columns comma-separated form one id, as in ``LinearRanker``); ``groupCol=""`` evaluates all
     rows as one ranking.
     """
 
-    metricName: Param[str] = Param(Params._dummy(), "metricName",
-                                   "ndcg, ndcg@K, meanNDCG, pairwiseAccuracy or auc", typeConverter=_metric_name)
+    metricName: Param[str] = Param(Params._dummy(), "metricName", f"ndcg (with k) or {METRICS_HELP}",
+                                   typeConverter=_metric_name)
     k: Param[int] = Param(Params._dummy(), "k", "NDCG cut-off for metricName='ndcg'", typeConverter=_positive_int)
     groupCol: Param[str] = Param(Params._dummy(), "groupCol", "query/group id column ('' = one global ranking)",
                                  typeConverter=lambda v: "" if v is None else TypeConverters.toString(v))
     ndcgDiscount: Param[str] = Param(Params._dummy(), "ndcgDiscount", "letor (1/log2(max(2,i))) or yahoo (1/log2(i+1))",
-                                     typeConverter=_choice("ndcgDiscount", ("letor", "yahoo")))
+                                     typeConverter=_one_of("ndcgDiscount", get_args(NdcgDiscount)))
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
-                                 typeConverter=_choice("zeroIdcg", ("zero", "one", "skip")))
+                                 typeConverter=_one_of("zeroIdcg", get_args(ZeroIdcgRule)))
 
     @keyword_only
     def __init__(
@@ -104,40 +118,36 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     def isLargerBetter(self) -> bool:
         return True
 
-    def _cutoff(self) -> int | None:
+    def _metric(self) -> tuple[str, int]:
+        """The canonical metric name and the cut-off the kernel must compute."""
         name = self.getMetricName()
-        if name.startswith("ndcg@"):
-            return int(name.split("@", 1)[1])
-        return self.getOrDefault(self.k) if name == "ndcg" else None
+        if name.strip().lower() == _NDCG_WITH_K:
+            k = self.getOrDefault(self.k)
+            return f"ndcg@{k}", k
+        name = canonical_metric(name)
+        return name, metric_cutoff(name) or 1
 
     def _evaluate(self, dataset) -> float:
         from pyspark.sql import functions as F
 
-        from ..spark.evaluate import per_query_metrics
-
-        from ..io.sources import ColumnSpec, group_expression
+        from ..engines.registry import make_engine
+        from ..evaluation.kernel import MetricsKernel
+        from ..io.sources import ColumnSpec, FrameSource
 
         label, score = self.getLabelCol(), self.getPredictionCol()
         group = ColumnSpec.parse_group(self.getGroupCol())
         for what, col in (("labelCol", label), ("predictionCol", score)) + tuple(("groupCol", g) for g in group):
             if col not in dataset.columns:
                 raise DataError(f"RankingEvaluator: no {what} column {col!r}; columns are {', '.join(dataset.columns)}")
-        group_expr = group_expression(group) if group else F.lit(0)
-        scored = dataset.select(F.col(label).cast("double").alias(label), group_expr.alias(_GROUP),
-                                F.col(score).cast("double").alias(score))
-        k = self._cutoff()
-        per = per_query_metrics(scored, label_col=label, qid_col=_GROUP, score_col=score, ks=(k or 1,),
-                                discount=self.getOrDefault(self.ndcgDiscount),
-                                zero_idcg=self.getOrDefault(self.zeroIdcg))
-        name = self.getMetricName()
-        if name in ("pairwiseAccuracy", "auc"):
-            column = "pairwise_accuracy" if name == "pairwiseAccuracy" else "auc"
-            # pooled over all pairs: Σ_q metric_q·pairs_q / Σ_q pairs_q (groups without pairs are NaN)
-            with_pairs = F.col("pairs") > 0
-            row = per.agg(F.sum(F.when(with_pairs, F.col(column) * F.col("pairs"))).alias("num"),
-                          F.sum(F.when(with_pairs, F.col("pairs"))).alias("den")).first()
-            return float(row.num / row.den) if row.den else float("nan")
-        column = f"ndcg@{k}" if k else "mean_ndcg"
-        # NaN marks groups left out (skip rule, empty); avg() would propagate NaN, so null them
-        row = per.agg(F.avg(F.when(~F.isnan(F.col(column)), F.col(column))).alias("v")).first()
-        return float("nan") if row.v is None else float(row.v)
+        name, k = self._metric()
+        kernel = MetricsKernel((k,), self.getOrDefault(self.ndcgDiscount), self.getOrDefault(self.zeroIdcg))
+        # the prediction as the only feature and weight 1: the engine's scores are the predictions
+        # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
+        scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
+        source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
+        try:
+            engine = make_engine(source, "spark", spark=dataset.sparkSession, n_features=1)
+        except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
+            raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
+        with engine:
+            return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])

@@ -5,17 +5,15 @@ assign *rows* to folds at random, which cuts query groups in two.  A ranking los
 compares rows of the same group, so a cut group loses the pairs between its halves, the
 validation metrics are computed on partial queries (NDCG of a query missing its best
 documents), and training and validation share queries — optimistic, noisy model choice.
-Here every row of a group goes to the same fold, decided by a seeded 64-bit hash of the
-group id (``xxhash64``): deterministic, no shuffle, no join, and it works for long and
-string ids alike.
+Here every row of a group goes to the same fold, decided by the seeded hash of the group id
+of :mod:`sparkrank.data.folds` (the rule ``sparkrank tune`` uses on both engines):
+deterministic, no shuffle, no join, and it works for long and string ids alike.
 """
 
 from __future__ import annotations
 
 from ..data.block import DataError
-
-#: Resolution of the hash-to-[0, 1) map used by :func:`group_train_validation_split`.
-_BUCKETS = 1 << 30
+from ..data.folds import HASH_BITS, spark_group_fold, spark_group_hash
 
 
 def _check_group(df, groupCol: str) -> None:
@@ -24,20 +22,6 @@ def _check_group(df, groupCol: str) -> None:
                          "without cutting it)")
     if groupCol not in df.columns:
         raise DataError(f"no group column {groupCol!r}; columns are {', '.join(df.columns)}")
-
-
-def _group_hash(groupCol: str, seed: int):
-    from pyspark.sql import functions as F
-
-    return F.xxhash64(F.lit(int(seed)), F.col(groupCol))
-
-
-def group_fold_column(groupCol: str, numFolds: int, seed: int = 0):
-    """The fold in ``[0, numFolds)`` of each row, a seeded hash of its group id (the one fold rule
-    shared by :func:`with_group_folds` and ``sparkrank tune``)."""
-    from pyspark.sql import functions as F
-
-    return F.pmod(_group_hash(groupCol, seed), F.lit(int(numFolds)))
 
 
 def with_group_folds(df, groupCol: str = "qid", numFolds: int = 3, seed: int = 0, foldCol: str = "fold"):
@@ -67,7 +51,7 @@ def with_group_folds(df, groupCol: str = "qid", numFolds: int = 3, seed: int = 0
         raise ValueError(f"numFolds must be at least 2; got {numFolds}")
     if foldCol in df.columns:
         raise ValueError(f"the data already has a column {foldCol!r}; choose another foldCol")
-    return df.withColumn(foldCol, group_fold_column(groupCol, numFolds, seed).cast("int"))
+    return df.withColumn(foldCol, spark_group_fold(groupCol, int(numFolds), seed).cast("int"))
 
 
 def group_train_validation_split(df, groupCol: str = "qid", trainRatio: float = 0.75, seed: int = 0):
@@ -94,6 +78,5 @@ def group_train_validation_split(df, groupCol: str = "qid", trainRatio: float = 
     _check_group(df, groupCol)
     if not 0.0 < float(trainRatio) < 1.0:
         raise ValueError(f"trainRatio must be strictly between 0 and 1; got {trainRatio}")
-    bucket = F.pmod(_group_hash(groupCol, seed), F.lit(_BUCKETS))
-    in_train = bucket < F.lit(int(float(trainRatio) * _BUCKETS))
+    in_train = spark_group_hash(groupCol, seed) < F.lit(int(float(trainRatio) * 2**HASH_BITS))
     return df.filter(in_train), df.filter(~in_train)

@@ -12,7 +12,7 @@ from pyspark.ml import Model
 from pyspark.ml.linalg import DenseVector
 from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
 
-from ..model import RankingModel, _json_default
+from ..model import RankingModel, json_default
 from .params import LinearRankerParams
 
 #: Version of the ``data`` record written beside the params metadata.
@@ -169,7 +169,7 @@ class _LinearRankerModelWriter(MLWriter):
     def saveImpl(self, path: str) -> None:
         DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession,
                                          extraMetadata={"sparkrankFormat": ML_FORMAT_VERSION})
-        record = json.dumps(self.instance.rankingModel.to_dict(), default=_json_default)
+        record = json.dumps(self.instance.rankingModel.to_dict(), default=json_default)
         self.sparkSession.createDataFrame([(record,)], "value string").coalesce(1).write.text(
             os.path.join(path, "data"))
 

@@ -8,6 +8,9 @@ dual, a QP over the simplex solved by cvxopt (as the paper did):
 
     max_{α ∈ Δ_t}  -(1/(4λ)) αᵀ(A Aᵀ)α + bᵀα,     w = -(1/(2λ)) Aᵀα.
 
+The bundle, its pruning of planes that stay inactive and the warm-started QP live in
+:mod:`sparkrank.solvers.bundle`.
+
 The best point seen so far ``w_b`` is kept (Franc & Sonnenburg 2009) and the solver stops
 when ``J(w_b) - J_t(w_t) < ε``.
 """
@@ -20,39 +23,11 @@ import time
 import numpy as np
 
 from ..objectives.base import RegularizedRisk
+from .bundle import DEFAULT_INACTIVE_LIMIT, CuttingPlaneBundle
 from .result import STATE_KEY, IterationCallback, SolverResult, engine_progress_text
 from .safeguards import NonFiniteError, require_finite_start, start_point
 
 log = logging.getLogger("sparkrank.bmrm")
-
-_QP_OPTIONS = {"show_progress": False, "abstol": 1e-10, "reltol": 1e-9, "feastol": 1e-10, "maxiters": 200}
-_QP_FALLBACK = {"show_progress": False, "maxiters": 200}
-
-
-def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float) -> np.ndarray:
-    """Dual of the BMRM master problem: ``argmax_{α ∈ simplex} -αᵀGα/(4λ) + bᵀα``.
-
-    The QP is rescaled to unit magnitude first (with small λ its entries reach 1e6 and
-    more, where cvxopt's interior point loses its way); if cvxopt still fails, it is
-    retried with its default tolerances.
-    """
-    from cvxopt import matrix, solvers
-
-    t = b.shape[0]
-    if t == 1:
-        return np.ones(1)
-    P = gram / (2.0 * lam)
-    q = -b.astype(np.float64)
-    scale = max(float(np.abs(P).max()), float(np.abs(q).max()), 1e-300)
-    args = (matrix(P / scale), matrix(q / scale), matrix(-np.eye(t)), matrix(np.zeros(t)),
-            matrix(np.ones((1, t))), matrix(1.0))
-    try:
-        sol = solvers.qp(*args, options=_QP_OPTIONS)
-    except (ArithmeticError, ValueError):
-        sol = solvers.qp(*args, options=_QP_FALLBACK)
-    alpha = np.maximum(np.array(sol["x"]).ravel(), 0.0)
-    return alpha / alpha.sum()
-
 
 def bmrm(
     objective: RegularizedRisk,
@@ -62,6 +37,7 @@ def bmrm(
     max_iter: int = 5000,
     callback: IterationCallback | None = None,
     resume: dict | None = None,
+    inactive_limit: int | None = DEFAULT_INACTIVE_LIMIT,
 ) -> SolverResult:
     """Minimise ``λ‖w‖² + R(w)`` by BMRM.
 
@@ -79,9 +55,12 @@ def bmrm(
         ``callback(iteration, w_best, record)`` after every iteration (checkpoints, progress);
         ``record[STATE_KEY]`` is the state ``resume`` takes.
     resume : dict, optional
-        The state of an earlier run's iteration (its planes ``a_i``, offsets ``b_i``, Gram
-        matrix, ``w_t`` with its risk and subgradient, ``w_b`` and ``J(w_b)``): continue
-        exactly as that run did (``w0`` is then ignored).
+        The state of an earlier run's iteration (its bundle: planes ``a_i``, offsets ``b_i``,
+        Gram matrix, idle counts and last duals; ``w_t`` with its risk and subgradient, ``w_b``
+        and ``J(w_b)``): continue exactly as that run did (``w0`` is then ignored).
+    inactive_limit : int or None
+        Drop a cutting plane after this many consecutive iterations with zero dual weight
+        (``None`` keeps them all); see :class:`~sparkrank.solvers.bundle.CuttingPlaneBundle`.
     """
     t0 = time.perf_counter()
     lam = objective.lam
@@ -90,30 +69,25 @@ def bmrm(
     message = f"reached max_iter={max_iter}"
     if resume is None:
         w = start_point(w0, objective.n_features)
-        planes: list[np.ndarray] = []
-        offsets: list[float] = []
-        gram = np.zeros((0, 0))
+        bundle = CuttingPlaneBundle(objective.n_features, inactive_limit)
         risk = objective.risk(w)
         a = objective.risk_subgradient(w)
         require_finite_start(risk, a)
         w_best, j_best = w, lam * float(w @ w) + risk
         done, gap = 0, float("nan")
     else:
-        planes, offsets = list(resume["planes"]), [float(o) for o in resume["offsets"]]
-        gram, w, risk, a = resume["gram"], resume["w"], float(resume["risk"]), resume["subgradient"]
+        if "bundle" not in resume:
+            raise ValueError("this BMRM checkpoint was written before the pruned bundle (it has no 'bundle' "
+                             "state); start the fit afresh or use another checkpoint directory")
+        bundle = CuttingPlaneBundle.from_state(resume["bundle"], objective.n_features)
+        w, risk, a = resume["w"], float(resume["risk"]), resume["subgradient"]
         w_best, j_best = resume["w_best"], float(resume["j_best"])
         done, gap = int(resume["iter"]), float(resume["gap"])
     for t in range(done + 1, max_iter + 1):
         # airola2011 Algorithm 1, lines 5-7: the cutting plane at w_{t-1}
-        planes.append(a)
-        offsets.append(risk - float(w @ a))
-        cross = np.array([float(p @ a) for p in planes])
-        gram = np.block([[gram, cross[:-1, None]], [cross[None, :-1], cross[-1:, None]]])
-        b = np.array(offsets)
-        # line 8: w_t = argmin J_t through the dual QP
-        alpha = solve_simplex_qp(gram, b, lam)
-        w = -(np.stack(planes, axis=1) @ alpha) / (2.0 * lam)
-        lower = lam * float(w @ w) + max(float(p @ w) + o for p, o in zip(planes, offsets))
+        bundle.add(a, risk - float(w @ a))
+        # line 8: w_t = argmin J_t through the dual QP (then planes idle too long are dropped)
+        w, lower = bundle.minimize(lam)
         # lines 9-12: evaluate the true J at w_t (this also gives the next plane)
         risk = objective.risk(w)
         a = objective.risk_subgradient(w)
@@ -129,8 +103,7 @@ def bmrm(
         }
         history.append(record)
         if callback is not None:
-            state = {"iter": t, "gap": gap, "planes": list(planes), "offsets": list(offsets), "gram": gram,
-                     "w": w, "risk": risk, "subgradient": a, "w_best": w_best, "j_best": j_best}
+            state = {"iter": t, "gap": gap, "bundle": bundle.state(), "w": w, "risk": risk, "subgradient": a, "w_best": w_best, "j_best": j_best}
             callback(record["iter"], w_best, {**record, STATE_KEY: state})
         log.info(
             "iter %3d  J(w_b) %.6e  J_t(w_t) %.6e  gap %.3e  sv %s%s  %.2fs",

@@ -40,8 +40,8 @@ import numpy as np
 
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
-from ..engines.exact_sum import csr_tdot_dd, dd_add
-from ..engines.linalg import csr_dot
+from ..numerics.exact_sum import csr_tdot_dd, dd_add
+from ..numerics.linalg import csr_dot
 
 REF_SCHEMA = (
     "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..conventions import PREDICTION_COL
 from ..data.arrow import FeatureSpec, table_to_csr
-from ..engines.linalg import csr_dot
+from ..numerics.linalg import csr_dot
 from ..model import check_model_width
 
 

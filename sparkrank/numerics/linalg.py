@@ -1,5 +1,5 @@
 """The sparse product ``X·v`` reading float32 or float64 CSR without copies (``Xᵀ·c`` is in
-:mod:`sparkrank.engines.exact_sum`, accumulated as double-doubles).
+:mod:`sparkrank.numerics.exact_sum`, accumulated as double-doubles).
 
 scipy upcasts a float32 matrix times a float64 vector by copying the matrix (SPARK-NOTES:
 432 ms vs 142 ms); these kernels read the stored dtype and accumulate in float64, so the

@@ -1,4 +1,4 @@
-"""Order-independent sums for engines: double-double (TwoSum) accumulation.
+"""Order-independent sums: double-double (TwoSum) accumulation.
 
 Why: an engine sums ``Xᵀc`` and the loss statistics over blocks, and the block layout
 (partitions, hash placement, ``treeAggregate`` depth) decides the order of the additions.

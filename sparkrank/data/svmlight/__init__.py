@@ -1,0 +1,559 @@
+"""Fast, exact SVMlight / LETOR text: the reader (this module) and its parts.
+
+Format, one example per line::
+
+    label [qid:Q] index:value index:value ... [# comment]
+
+Indices are 1-based (``zero_based=True`` accepts 0-based files), strictly increasing within
+a line; tokens are separated by spaces or tabs; LF, CRLF or lone CR line endings (as Hadoop
+splits lines); blank lines and comment-only lines are skipped.  ``Q`` is an integer or any
+other token without blanks; the first qid decides (see :class:`QidLayout`).  A file without
+any ``qid:`` is one global ranking.  gzip-compressed files are recognised by their magic
+bytes (not their name) and decompressed in memory.
+
+The package:
+
+* :mod:`.parse_decimal` -- decimal text to the correctly rounded double (numba);
+* :mod:`.scanner` -- the numba byte scanner: counting pass, filling pass, row moves;
+* this module -- files, pieces and threads, the qid rule and the error messages;
+* :mod:`.writer` -- :func:`write_svmlight`.
+
+How the reader is fast and small
+--------------------------------
+The whole file is memory-mapped (or read into one ``bytes`` object) and cut at line ends
+into pieces of at most :data:`CHUNK_BYTES`.  Pass 1 counts the line ends and ``:`` bytes
+of every piece (upper bounds on its rows and non-zeros), so every output array --
+labels, CSR ``indptr`` / ``indices`` / ``values`` in the requested dtype, qids -- is
+allocated once, and each piece gets its own stretch of them.  Pass 2 scans the pieces
+into their stretches, on ``threads`` threads (the numba passes release the GIL); the
+stretches are then moved down in file order to close the gaps and the arrays are shrunk
+in place (``realloc``), so the arrays returned are the ones filled, with no second copy.
+After each piece the pages of a memory-mapped file are handed back.  The result, and the
+error raised for bad text (the first bad line of the file), do not depend on ``threads``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import mmap
+import os
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterator, Union
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..block import DataError, RankingData, max_features_limit, max_features_message
+from . import scanner as S
+from .parse_decimal import INF, NAN
+from .writer import write_svmlight
+
+__all__ = [
+    "SVMLightFormatError",
+    "SVMLightFile",
+    "read_svmlight",
+    "load_svmlight",
+    "write_svmlight",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class SVMLightFormatError(DataError):
+    """Malformed SVMlight/LETOR text.
+
+    The message names the file, the 1-based line number and what is wrong.
+
+    Attributes
+    ----------
+    path : str
+        The file being read.
+    line : int
+        1-based line number of the problem (0 when it is not tied to one line).
+    """
+
+    def __init__(self, message: str, *, path: str = "", line: int = 0):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+@dataclass
+class SVMLightFile:
+    """Contents of an SVMlight/LETOR file, in file order.
+
+    Attributes
+    ----------
+    X : scipy.sparse.csr_matrix (m, n)
+        Feature rows, of the requested dtype; ``n`` is ``n_features`` when given, else the
+        largest index in the file (plus one for 0-based files).  Explicit zeros in the file
+        are not stored.
+    labels : float64 ndarray (m,)
+        The label of every row.
+    qid : ndarray (m,) or None
+        int64 when the first qid is an integer (then every one is), a numpy ``str`` array
+        (the tokens as written) otherwise; ``None`` when the file has no ``qid:`` at all.
+    n_bytes : int
+        Number of (uncompressed) text bytes parsed.
+    qid_layout : QidLayout or None
+        The qid rule the rows followed (``None`` for text without data lines).
+    """
+
+    X: sp.csr_matrix
+    labels: np.ndarray
+    qid: np.ndarray | None
+    n_bytes: int
+    qid_layout: "QidLayout | None" = None
+
+
+
+# --------------------------------------------------------------------------------------
+# Python side of the reader
+# --------------------------------------------------------------------------------------
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+
+def gunzip(raw: bytes, name: str) -> bytes:
+    """Decompress gzip data, or raise :class:`SVMLightFormatError` naming the file when it is
+    truncated or corrupt (the one place both engines decompress SVMlight text)."""
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error):
+        raise SVMLightFormatError(truncated_gzip_message(name), path=name) from None
+
+
+def truncated_gzip_message(name: str) -> str:
+    """The one text for a gzip file that ends early or is corrupt (Python's and Hadoop's
+    decoders word it differently, the engines must not)."""
+    return f"{name}: truncated or corrupt gzip data"
+
+
+@contextlib.contextmanager
+def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
+    """The text of ``path`` as one buffer: a read-only memory map when the file is plain
+    text (no copy, the page cache is scanned in place), else the decompressed bytes."""
+    with open(path, "rb") as f:
+        head = f.read(3)
+        size = os.fstat(f.fileno()).st_size
+        mm = None
+        if head[:2] != GZIP_MAGIC and head != _BOM and size > 0:
+            try:
+                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # e.g. a pipe or a file system without mmap
+                mm = None
+        if mm is None:
+            f.seek(0)
+            raw = f.read()
+    if mm is None:
+        if raw[:2] == GZIP_MAGIC:
+            # gzip is recognised by its magic bytes, whatever the file name (the Spark
+            # reader does the same); decompressed into memory (the parser needs one buffer)
+            raw = gunzip(raw, os.fspath(path))
+        if raw[:3] == _BOM:
+            raw = raw[3:]  # a UTF-8 byte-order mark (some Windows editors write one)
+        yield raw
+        return
+    try:
+        yield mm
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # a traceback still holds an array view; the GC closes it
+            pass
+
+
+#: Bytes of text per piece: the unit of both numba passes and of the threads.  After each
+#: piece the pages of a memory-mapped file are handed back, so the reader's resident memory
+#: is its output arrays plus one piece per thread, not the whole file on top of them.
+CHUNK_BYTES = 16 << 20
+
+
+def _chunks(raw, threads: int = 1) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of at most about :data:`CHUNK_BYTES`, each ending right after a LF,
+    aimed at a multiple of ``threads`` of about equal size, so no thread idles at the end."""
+    n = len(raw)
+    count = threads * max(1, -(-n // (threads * CHUNK_BYTES)))
+    size = max(1, -(-n // count))
+    out, lo = [], 0
+    while lo < n:
+        hi = raw.find(b"\n", min(lo + size, n) - 1) + 1 if lo + size < n else n
+        hi = n if hi <= 0 else hi
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+@contextlib.contextmanager
+def _mapper(threads: int, n_items: int) -> Iterator[Callable]:
+    """``map`` over the pieces, in order, on ``threads`` threads (the numba passes are ``nogil``)."""
+    if threads <= 1 or n_items <= 1:
+        yield lambda fn, items: [fn(*item) for item in items]
+        return
+    with ThreadPoolExecutor(max_workers=min(threads, n_items), thread_name_prefix="sparkrank-parse") as pool:
+        yield lambda fn, items: list(pool.map(lambda item: fn(*item), items))
+
+
+def _page_release(raw):
+    """``release(lo, hi)``: drop the scanned pages of a memory map from this process (they
+    stay in the page cache and are read again on access); a no-op for ``bytes``."""
+    if not (isinstance(raw, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")):
+        return lambda lo, hi: None
+    page = mmap.PAGESIZE
+
+    def release(lo: int, hi: int) -> None:
+        start = lo - lo % page
+        raw.madvise(mmap.MADV_DONTNEED, start, hi - start)
+
+    return release
+
+
+def _token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
+    t = raw[s:e].decode("utf-8", errors="replace")
+    return t if len(t) <= limit else t[:limit] + "..."
+
+
+def _nonfinite_word(kind: int) -> str:
+    if kind == NAN:
+        return "nan"
+    return "-inf" if kind < 0 else "inf"
+
+
+def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None,
+                      max_features: int | None) -> None:
+    code, line, s, e, aux1, aux2 = (int(v) for v in err)
+    tok = _token_text(raw, s, e)
+    if code == S.E_LABEL:
+        msg = f"malformed label {tok!r} on line {line}"
+    elif code == S.E_LABEL_NONFINITE:
+        msg = f"label on line {line} is {_nonfinite_word(aux2 if aux2 == NAN else aux1 * INF)}"
+    elif code == S.E_VALUE:
+        tail = tok.split(":", 1)[1] if ":" in tok else tok
+        msg = f"malformed value {tail!r} of feature {aux1} on line {line}"
+    elif code == S.E_FEAT_NONFINITE:
+        msg = f"feature {aux1} on line {line} is {_nonfinite_word(aux2)}"
+    elif code == S.E_COLON:
+        msg = f"token {tok!r} on line {line} is not index:value (missing ':')"
+    elif code == S.E_INDEX:
+        msg = f"malformed feature index in {tok!r} on line {line}"
+    elif code == S.E_INDEX_LOW:
+        if zero_based:
+            msg = f"negative feature index {aux1} on line {line}"
+        else:
+            msg = (
+                f"feature index {aux1} on line {line}: indices are 1-based "
+                "(pass zero_based=True to read a 0-based file)"
+            )
+    elif code == S.E_INDEX_BIG:
+        msg = f"feature index in {tok!r} on line {line} is too large (limit 2**31 - 1)"
+    elif code == S.E_ORDER:
+        msg = f"feature indices on line {line} are not strictly increasing: {aux1} after {aux2}"
+    elif code == S.E_NFEAT:
+        msg = f"feature index {aux1} on line {line} exceeds n_features={n_features}"
+    elif code == S.E_MAX_FEATURES:
+        width = aux1 + (1 if zero_based else 0)
+        msg = max_features_message(f"feature index {aux1} on line {line}", width, int(max_features))
+    elif code == S.E_QID_EMPTY:
+        msg = f"'qid:' without value on line {line}"
+    elif code == S.E_QID_POS:
+        msg = f"{tok!r} on line {line}: a qid must come once, directly after the label"
+    else:  # pragma: no cover - every code is handled above
+        msg = f"parse error {code} on line {line} near {tok!r}"
+    raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
+
+
+@dataclass(frozen=True)
+class QidLayout:
+    """The qid rule of one input, fixed by its first data line; every other line must agree.
+
+    Either every line has a ``qid:`` or none has.  When the first qid is an integer every
+    qid must be one (a ``qid:abc`` later is an error, not a silent switch of all groups to
+    strings); when it is not, every qid is read as a string token (``qid:7`` too).  Both
+    engines apply this same rule, the Spark reader with the layout of the first line of the
+    first file handed to every task.
+
+    Attributes
+    ----------
+    present : bool
+        The first data line has a qid.
+    integer : bool
+        ... and it is an integer.
+    line : int
+        The 1-based line of that first data line.
+    path : str
+        Its file.
+    """
+
+    present: bool
+    integer: bool
+    line: int
+    path: str
+
+    def where(self, name: str) -> str:
+        return f"line {self.line}" if name == self.path else f"line {self.line} of {self.path}"
+
+
+def _qids_by_layout(raw, name: str, layout: QidLayout, qid_kind, qid_int, qid_start, qid_end,
+                    row_line) -> np.ndarray | None:
+    """The qid array of the parsed rows, checked against ``layout``."""
+    def fail(row: int, text: str):
+        line = int(row_line[row])
+        raise SVMLightFormatError(f"{name}: {text.format(line=line)}", path=name, line=line)
+
+    if not layout.present:
+        bad = np.flatnonzero(qid_kind != 0)
+        if bad.size:
+            fail(int(bad[0]), f"line {{line}} has a qid but {layout.where(name)} has none "
+                              "(either every line or none must have a qid)")
+        return None
+    bad = np.flatnonzero(qid_kind == 0)
+    if bad.size:
+        fail(int(bad[0]), f"line {{line}} has no qid but {layout.where(name)} has one "
+                          "(either every line or none must have a qid)")
+    if layout.integer:
+        bad = np.flatnonzero(qid_kind == 2)
+        if bad.size:
+            r = int(bad[0])
+            tok = _token_text(raw, int(qid_start[r]), int(qid_end[r]))
+            fail(r, f"qid {tok!r} on line {{line}} is not an integer, but the first qid ({layout.where(name)}) "
+                    "is: either every qid is an integer, or the first one is not (then all are read as strings)")
+        return qid_int.copy()
+    st = qid_start.tolist()
+    en = qid_end.tolist()
+    try:
+        return np.array([raw[s:e].decode("utf-8") for s, e in zip(st, en)])
+    except UnicodeDecodeError:
+        r = next(i for i, (s, e) in enumerate(zip(st, en)) if not _utf8_ok(raw[s:e]))
+        fail(r, "qid on line {line} is not valid UTF-8")
+
+
+def read_svmlight(
+    path: PathLike,
+    *,
+    n_features: int | None = None,
+    dtype: type = np.float64,
+    zero_based: bool = False,
+    max_features: int | None = None,
+    threads: int = 1,
+    qid_layout: QidLayout | None = None,
+) -> SVMLightFile:
+    """Read an SVMlight / LETOR file (plain or gzip-compressed).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.  gzip content is detected from its magic bytes (and decompressed in
+        memory); plain text is memory-mapped, so it must not be truncated while it is
+        being read.
+    n_features : int, optional
+        Number of feature columns; an index beyond it is an error.  Default: the largest
+        index in the file.
+    dtype : numpy float type
+        ``np.float64`` (default) or ``np.float32``; values are parsed as float64 exactly
+        as ``float(token)`` does, then stored in ``dtype``.
+    zero_based : bool
+        Accept 0-based feature indices (index ``i`` -> column ``i``).  Default: indices are
+        1-based (index ``i`` -> column ``i - 1``) and an index ``0`` is an error.
+    max_features : int, optional
+        An index needing more columns than this is an error naming its line (default:
+        the limit in force, :func:`~sparkrank.data.block.max_features_limit`).
+    threads : int
+        Threads parsing pieces of the file at once (the local engine passes ``--threads``);
+        the result and the errors are the same for any value.
+    qid_layout : QidLayout, optional
+        The qid rule the lines must follow (default: that of the file's first data line);
+        an input of several files passes the first file's, as the Spark reader does.
+
+    Returns
+    -------
+    SVMLightFile
+
+    Raises
+    ------
+    SVMLightFormatError
+        Malformed input; the message names the file and the 1-based line number.
+    """
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float64, np.float32):
+        raise DataError(f"dtype must be float64 or float32, got {dtype!r}")
+    if n_features is not None and n_features < 0:
+        raise DataError(f"n_features must be >= 0, got {n_features}")
+    name = os.fspath(path)
+    with _file_bytes(path) as raw:
+        return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads,
+                           qid_layout=qid_layout)
+
+
+def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int | None = None,
+                         dtype: type = np.float64, zero_based: bool = False,
+                         max_features: int | None = None, first_line: int = 0,
+                         qid_layout: QidLayout | None = None, threads: int = 1) -> SVMLightFile:
+    """:func:`read_svmlight` on SVMlight text already in memory (e.g. a piece of a file on
+    a Spark executor); ``name`` is used in error messages, lines are numbered from
+    ``first_line + 1``, and ``qid_layout`` (default: that of the first data line of
+    ``raw``) is the qid rule the rows must follow."""
+    return _parse_text(raw, name, n_features, np.dtype(dtype).type, zero_based, max_features=max_features,
+                       first_line=first_line, qid_layout=qid_layout, threads=threads)
+
+
+@dataclass
+class _Rows:
+    """The output arrays of the scanner, sized by the bounds of pass 1 (see :mod:`.scanner`)."""
+
+    labels: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+    qid_int: np.ndarray
+    qid_start: np.ndarray
+    qid_end: np.ndarray
+    qid_kind: np.ndarray  # 0 none, 1 integer, 2 string
+    row_line: np.ndarray
+
+    @classmethod
+    def allocate(cls, max_rows: int, max_nnz: int, dtype) -> "_Rows":
+        # np.empty: pages are only resident once written, so loose bounds cost no memory
+        return cls(np.empty(max_rows, np.float64), np.empty(max_rows + 1, np.int64), np.empty(max_nnz, np.int32),
+                   np.empty(max_nnz, dtype), *(np.empty(max_rows, np.int64) for _ in range(3)),
+                   np.empty(max_rows, np.int8), np.empty(max_rows, np.int64))
+
+    def arrays(self) -> tuple:
+        return (self.labels, self.indptr, self.indices, self.values, self.qid_int, self.qid_start, self.qid_end,
+                self.qid_kind, self.row_line)
+
+
+def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based: bool, *,
+                max_features: int | None = None, first_line: int = 0,
+                qid_layout: QidLayout | None = None, threads: int = 1) -> SVMLightFile:
+    """:func:`read_svmlight` on the file's bytes (``bytes`` or a memory map)."""
+    if int(threads) != threads or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    max_features = max_features_limit(max_features)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    pieces = _chunks(raw, int(threads))
+    release = _page_release(raw)
+
+    def count(lo: int, hi: int) -> tuple[int, int]:
+        ends, colons = S.count_line_ends(buf, lo, hi)
+        release(lo, hi)
+        return int(ends), int(colons)
+
+    with _mapper(int(threads), len(pieces)) as run:
+        bounds = np.array(run(count, pieces), dtype=np.int64).reshape(-1, 2)
+        # piece k: its first line, and the first row and non-zero of its stretch
+        line0 = first_line + np.concatenate(([0], np.cumsum(bounds[:, 0])[:-1]))
+        row0 = np.concatenate(([0], np.cumsum(bounds[:, 0] + 1)))
+        nnz0 = np.concatenate(([0], np.cumsum(bounds[:, 1])))
+        out = _Rows.allocate(int(row0[-1]), int(nnz0[-1]), dtype)
+        n_limit = -1 if n_features is None else int(n_features)
+
+        def scan(k: int, lo: int, hi: int):
+            state = np.array([line0[k], row0[k], nnz0[k], -1, 0], dtype=np.int64)  # line, row, nnz, max_col, n_slow
+            err = np.zeros(6, np.int64)
+            slow = S.scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), state, out.labels,
+                          out.indptr, out.indices, out.values, out.qid_int, out.qid_start, out.qid_end,
+                          out.qid_kind, out.row_line, np.empty(256, np.int64), err)
+            release(lo, hi)
+            return state, slow[: 4 * int(state[4])].reshape(-1, 4), err
+
+        scanned = run(scan, [(k, lo, hi) for k, (lo, hi) in enumerate(pieces)])
+    for _, _, err in scanned:  # the first bad piece holds the file's first bad line
+        if err[0] != S.E_NONE:
+            _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
+
+    # Close the gaps between the stretches, in file order; slow-token targets move along.
+    m, nnz, max_col = 0, 0, -1
+    slow_parts = []
+    for k, (state, slow, _) in enumerate(scanned):
+        rows, k_nnz = int(state[1] - row0[k]), int(state[2] - nnz0[k])
+        if m != row0[k] or nnz != nnz0[k]:
+            S.move_rows(m, int(row0[k]), rows, nnz, int(nnz0[k]), k_nnz, *out.arrays())
+        if slow.shape[0]:
+            slow = slow.copy()
+            is_label = slow[:, 0] < 0
+            slow[is_label, 0] -= m - int(row0[k])  # target -row - 1
+            slow[~is_label, 0] += nnz - int(nnz0[k])
+            slow_parts.append(slow)
+        m, nnz, max_col = m + rows, nnz + k_nnz, max(max_col, int(state[3]))
+    labels, values, indices = out.labels, out.values, out.indices
+    # Shrink in place (realloc; no views exist yet): no copy, the unused tails are freed.
+    labels.resize(m, refcheck=False)
+    values.resize(nnz, refcheck=False)
+    indices.resize(nnz, refcheck=False)
+
+    # Tokens the numba pass left to Python (more than 18 significant digits, or an
+    # Eisel-Lemire ambiguity): syntax was already validated, so float() cannot fail.
+    n_slow = sum(part.shape[0] for part in slow_parts)
+    if n_slow:
+        slow = np.concatenate(slow_parts)
+        slow_vals = np.array([float(raw[s:e]) for s, e in slow[:, 1:3].tolist()], dtype=np.float64)
+        tgt = slow[:, 0]
+        bad = np.flatnonzero(~np.isfinite(slow_vals))
+        if bad.size:
+            k = int(bad[0])
+            line = int(slow[k, 3])
+            word = "nan" if np.isnan(slow_vals[k]) else ("-inf" if slow_vals[k] < 0 else "inf")
+            if tgt[k] < 0:
+                msg = f"label on line {line} is {word}"
+            else:
+                msg = f"feature {int(indices[tgt[k]]) + (0 if zero_based else 1)} on line {line} is {word}"
+            raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
+        is_label = tgt < 0
+        labels[-tgt[is_label] - 1] = slow_vals[is_label]
+        values[tgt[~is_label]] = slow_vals[~is_label]
+
+    if qid_layout is None and m:
+        qid_layout = QidLayout(bool(out.qid_kind[0] != 0), bool(out.qid_kind[0] == 1), int(out.row_line[0]), name)
+    qid = None
+    if m:
+        qid = _qids_by_layout(raw, name, qid_layout, out.qid_kind[:m], out.qid_int[:m], out.qid_start[:m],
+                              out.qid_end[:m], out.row_line[:m])
+
+    indptr = out.indptr[: m + 1]
+    if nnz < 2**31 - 1:
+        indptr = indptr.astype(np.int32)
+    else:
+        indices = indices.astype(np.int64)
+    del out
+    n_cols = int(n_features) if n_features is not None else int(max_col) + 1
+    X = sp.csr_matrix((values, indices, indptr), shape=(m, n_cols), copy=False)
+    if n_slow and np.any(values == 0):
+        X.eliminate_zeros()  # a slow token that was zero (e.g. 0e-400); rare
+    X.has_sorted_indices = True  # strictly increasing per row, checked by the scanner
+    del buf  # release the view of the memory map before it is closed
+    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
+
+
+def _utf8_ok(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def load_svmlight(
+    path: PathLike,
+    *,
+    n_features: int | None = None,
+    dtype: type = np.float64,
+    zero_based: bool = False,
+    max_features: int | None = None,
+    threads: int = 1,
+) -> RankingData:
+    """Read an SVMlight / LETOR file into a :class:`~sparkrank.data.block.RankingData`.
+
+    Parameters are those of :func:`read_svmlight`.  Rows are grouped by qid (stably);
+    a file without qids is one global ranking.
+    """
+    dtype = np.dtype(dtype).type
+    f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based, max_features=max_features,
+                      threads=threads)
+    return RankingData.from_arrays(f.X, f.labels, f.qid, dtype=dtype, n_features=n_features)
+
+

@@ -1,0 +1,285 @@
+"""The numba byte scanner of SVMlight text: a counting pass and a filling pass over whole lines.
+
+Pass 1 (:func:`count_line_ends`) counts line ends and ``:`` bytes, upper bounds on the rows
+and non-zeros of a piece of text, so every output array is allocated once.  Pass 2
+(:func:`scan`) fills labels, CSR ``indptr`` / ``indices`` / ``values`` and qids.  Both run
+on any piece that holds whole lines, so the reader cuts a file at line ends and runs the
+pieces on several threads (the functions are ``nogil``), each into its own stretch of the
+output arrays; :func:`move_rows` then closes the gaps the loose bounds left.
+
+The scanner never raises: it returns an error code, the line number and the byte span of
+the offending token, and the reader builds the message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .parse_decimal import MALFORMED, SLOW, after_eol, is_blank, is_eol, parse_number, token_end
+
+# Error codes returned by the scanner.
+E_NONE = 0
+E_LABEL = 1  # malformed label
+E_VALUE = 2  # malformed feature value
+E_COLON = 3  # feature token without ':'
+E_INDEX = 4  # malformed feature index
+E_INDEX_LOW = 5  # index <= 0 (1-based) or < 0 (0-based): aux1 = index
+E_ORDER = 6  # indices not strictly increasing: aux1 = index, aux2 = previous index
+E_LABEL_NONFINITE = 7  # aux2 = NAN / INF, aux1 = sign
+E_FEAT_NONFINITE = 8  # aux1 = index, aux2 = kind * sign
+E_QID_EMPTY = 9
+E_QID_POS = 10
+E_NFEAT = 11  # aux1 = index
+E_INDEX_BIG = 12
+E_MAX_FEATURES = 13  # aux1 = index
+
+
+@njit(cache=True, nogil=True)
+def count_line_ends(buf, lo, hi):
+    """Pass 1 over ``buf[lo:hi]``: the number of line ends (LF, CR and CRLF, each one line end,
+    as the scanner counts them) and of ``:`` bytes, bounds on the rows and non-zeros.
+
+    ``lo`` is 0 or right after a LF, so a CRLF never straddles ``lo``."""
+    ends = 0
+    colons = 0
+    for i in range(lo, hi):  # branch-free, so LLVM vectorises it
+        c = buf[i]
+        ends += np.int64(c == 10) + np.int64(c == 13)
+        colons += np.int64(c == 58)
+    for i in range(lo + 1, hi):  # a CRLF was counted twice above
+        ends -= np.int64(buf[i] == 10) & np.int64(buf[i - 1] == 13)
+    return ends, colons
+
+
+@njit(cache=True, nogil=True)
+def move_rows(dst_row, src_row, n_rows, dst_nnz, src_nnz, n_nnz, labels, indptr, indices, values, qid_int,
+              qid_start, qid_end, qid_kind, row_line):
+    """Move ``n_rows`` parsed rows (and their ``n_nnz`` non-zeros) down from ``src_row`` /
+    ``src_nnz`` to ``dst_row`` / ``dst_nnz`` of the same arrays, in place.
+
+    The pieces of a file are scanned into stretches sized by their pass-1 bounds; moving
+    them down in file order (``dst <= src``, so a forward copy never overwrites what is still
+    to be read) leaves every array contiguous, with no second copy of the data.
+    """
+    shift = dst_nnz - src_nnz
+    for k in range(n_nnz):
+        indices[dst_nnz + k] = indices[src_nnz + k]
+        values[dst_nnz + k] = values[src_nnz + k]
+    for r in range(n_rows):
+        labels[dst_row + r] = labels[src_row + r]
+        qid_int[dst_row + r] = qid_int[src_row + r]
+        qid_start[dst_row + r] = qid_start[src_row + r]
+        qid_end[dst_row + r] = qid_end[src_row + r]
+        qid_kind[dst_row + r] = qid_kind[src_row + r]
+        row_line[dst_row + r] = row_line[src_row + r]
+        indptr[dst_row + r] = indptr[src_row + r] + shift
+    indptr[dst_row + n_rows] = indptr[src_row + n_rows] + shift
+
+
+# Explicit signatures: called with literal and variable arguments, these would otherwise
+# be compiled once per argument-type combination.
+@njit("int64[:](int64[:], int64, int64, int64, int64, int64)", cache=True)
+def _push_slow(slow, n_slow, target, s, e, line):
+    """Record a token for Python's float(); ``slow`` is flat, 4 entries per token:
+    (target, start, end, line).  Grows by doubling; returns the (possibly new) array."""
+    if 4 * n_slow + 4 > slow.shape[0]:
+        grown = np.empty(2 * slow.shape[0], np.int64)
+        for k in range(4 * n_slow):
+            grown[k] = slow[k]
+        slow = grown
+    k = 4 * n_slow
+    slow[k] = target
+    slow[k + 1] = s
+    slow[k + 2] = e
+    slow[k + 3] = line
+    return slow
+
+
+@njit("void(int64[:], int64, int64, int64, int64, int64, int64)", cache=True)
+def _set_err(err, code, line, s, e, aux1, aux2):
+    err[0] = code
+    err[1] = line
+    err[2] = s
+    err[3] = e
+    err[4] = aux1
+    err[5] = aux2
+
+
+@njit(cache=True)
+def _bad_token_code(buf, tok):
+    """Error code and end of a token that is neither ``index:value`` nor ``qid:``."""
+    te = token_end(buf, tok)
+    for k in range(tok, te):
+        if buf[k] == 58:
+            return E_INDEX, te
+    return E_COLON, te
+
+
+@njit(cache=True)
+def _parse_qid(buf, s, te):
+    """``(is_int, value)`` of the qid token ``buf[s:te]`` (integers of at most 18 digits)."""
+    k = s
+    neg = False
+    if buf[k] == 45 or buf[k] == 43:
+        neg = buf[k] == 45
+        k += 1
+    if k >= te or te - k > 18:
+        return False, 0
+    v = 0
+    while k < te:
+        ch = buf[k]
+        if ch < 48 or ch > 57:
+            return False, 0
+        v = v * 10 + (np.int64(ch) - 48)
+        k += 1
+    return True, -v if neg else v
+
+
+@njit(cache=True, nogil=True)
+def scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels, indptr, indices, values,
+          qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
+    """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
+
+    ``hi`` is right after a LF (or the end of the text), so a chunk holds whole lines and
+    the file can be scanned chunk by chunk.  ``state`` = [line, row, nnz, max_col, n_slow]
+    carries the counters from one chunk to the next (lines are numbered from ``line + 1``;
+    the text may be a piece of a file).  ``n_features_limit`` and ``max_features`` (-1:
+    none) bound the column indices: the first is the caller's fixed width, the second the
+    guard against a huge dimension.  Returns ``slow`` (grown if needed).
+
+    ``err`` = [code, line, token start, token end, aux1, aux2]; ``slow`` holds 4 entries
+    per token, (target, start, end, line), with target >= 0 an index into ``values`` and
+    target < 0 the label of row ``-target - 1``.
+    """
+    n = hi
+    line, row, nnz, max_col, n_slow = state[0], state[1], state[2], state[3], state[4]
+    base = 0 if zero_based else 1
+    p = lo
+    indptr[row] = nnz
+    # One loop over tokens with a single parse_number call site (label or feature
+    # value): numba/LLVM inline the parser at every call site, and compile time matters.
+    in_row = False  # inside a data line, after its label
+    prev = -1  # previous column of this row
+    while p < n:
+        if not in_row:
+            line += 1
+            while p < n and is_blank(buf[p]):
+                p += 1
+            if p >= n:
+                break
+            c = buf[p]
+            if is_eol(c):
+                p = after_eol(buf, p)
+                continue
+            if c == 35:
+                while p < n and not is_eol(buf[p]):
+                    p += 1
+                if p < n:
+                    p = after_eol(buf, p)
+                continue
+            tok = p
+            col = -1
+            idx = 0
+        else:
+            while p < n and is_blank(buf[p]):
+                p += 1
+            if p >= n:
+                break
+            c = buf[p]
+            tok = p
+            if c < 48 or c > 57:  # not a feature (the common case is tested first)
+                if is_eol(c):
+                    p = after_eol(buf, p)
+                    in_row = False
+                    row += 1
+                    indptr[row] = nnz
+                    continue
+                if c == 35:
+                    while p < n and not is_eol(buf[p]):
+                        p += 1
+                    continue
+                if c == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
+                    # "qid:" -- allowed once, directly after the label
+                    te = token_end(buf, p)
+                    if qid_kind[row] != 0 or prev >= 0:
+                        _set_err(err, E_QID_POS, line, tok, te, 0, 0)
+                        break
+                    if p + 4 == te:
+                        _set_err(err, E_QID_EMPTY, line, tok, te, 0, 0)
+                        break
+                    is_int, qv = _parse_qid(buf, p + 4, te)
+                    qid_kind[row] = 1 if is_int else 2
+                    qid_int[row] = qv
+                    qid_start[row] = p + 4
+                    qid_end[row] = te
+                    p = te
+                    continue
+                code, te = _bad_token_code(buf, tok)
+                _set_err(err, code, line, tok, te, 0, 0)
+                break
+            idx = 0
+            while p < n and buf[p] >= 48 and buf[p] <= 57:
+                if idx < 10000000000:
+                    idx = idx * 10 + (np.int64(buf[p]) - 48)
+                p += 1
+            if p >= n or buf[p] != 58:
+                code, te = _bad_token_code(buf, tok)
+                _set_err(err, code, line, tok, te, 0, 0)
+                break
+            p += 1
+            col = idx - base
+            code = E_NONE
+            if col < 0:
+                code = E_INDEX_LOW
+            elif col > 2147483646:
+                code = E_INDEX_BIG
+            elif col <= prev:
+                code = E_ORDER
+            elif n_features_limit >= 0 and col >= n_features_limit:
+                code = E_NFEAT
+            elif max_features >= 0 and col >= max_features:
+                code = E_MAX_FEATURES
+            if code != E_NONE:
+                _set_err(err, code, line, tok, token_end(buf, tok), idx, prev + base)
+                break
+        # ---- the number: a label (not in_row) or the value of column col
+        kind, v, e = parse_number(buf, p)
+        if kind >= MALFORMED:
+            if not in_row:
+                code = E_LABEL if kind == MALFORMED else E_LABEL_NONFINITE
+                _set_err(err, code, line, p, e, -1 if v < 0 else 1, kind)
+            else:
+                code = E_VALUE if kind == MALFORMED else E_FEAT_NONFINITE
+                _set_err(err, code, line, tok, e, idx, -kind if v < 0 else kind)
+            break
+        if not in_row:
+            if kind == SLOW:
+                slow = _push_slow(slow, n_slow, -row - 1, p, e, line)
+                n_slow += 1
+            labels[row] = v
+            row_line[row] = line
+            qid_kind[row] = 0
+            in_row = True
+            prev = -1
+        else:
+            if kind == SLOW:
+                slow = _push_slow(slow, n_slow, nnz, p, e, line)
+                n_slow += 1
+                indices[nnz] = col
+                values[nnz] = 0.0
+                nnz += 1
+            elif v != 0.0:  # explicit zeros are not stored
+                indices[nnz] = col
+                values[nnz] = v
+                nnz += 1
+            if col > max_col:
+                max_col = col
+            prev = col
+        p = e
+    if in_row and err[0] == E_NONE:  # last line without a newline
+        row += 1
+        indptr[row] = nnz
+    state[0], state[1], state[2], state[3], state[4] = line, row, nnz, max_col, n_slow
+    return slow
+

@@ -1,0 +1,107 @@
+"""An Arrow table of ranking rows -> :class:`~sparkrank.data.block.RankingData` (the local readers).
+
+Columns are named by a :class:`~sparkrank.io.sources.ColumnSpec`; the group id of several
+columns is the JSON text of their values, the same text Spark's ``to_json(struct(...))``
+gives (:func:`sparkrank.io.sources.group_expression`), so both engines see the same ids.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pyarrow as pa
+
+from .arrow import FeatureSpec, label_array, table_to_csr
+from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
+
+log = logging.getLogger("sparkrank")
+
+
+def ranking_data_from_table(
+    table: pa.Table,
+    columns,
+    *,
+    where: str = "",
+    n_features: int | None = None,
+    stored_n_features: int | None = None,
+    dtype: type = np.float64,
+    drop_invalid_rows: bool = False,
+) -> RankingData:
+    """A :class:`RankingData` from an Arrow table whose columns were checked against
+    ``columns`` (a :class:`~sparkrank.io.sources.ColumnSpec`).
+
+    ``drop_invalid_rows``: drop (and log the count of) :data:`~sparkrank.data.block.INVALID_ROWS`
+    instead of raising :class:`DataError`.
+    """
+    label_col = columns.label
+    group = combine_group_columns(table, columns.group) if columns.group else None
+    if group is not None:
+        table = table.append_column("__sparkrank_group", group)
+    group_col = None if group is None else "__sparkrank_group"
+    if drop_invalid_rows:
+        table = _drop_invalid_rows(table, label_col, group_col, where)
+    labels = label_array(table.column(label_col), label_col, where, DROP_HINT)
+    qid = None
+    if group_col is not None:
+        col = table.column(group_col)
+        if col.null_count:
+            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DataError(f"{where}group id {columns.group_name!r} is null in {col.null_count} rows, "
+                            f"first in row {row}{DROP_HINT}")
+        qid = col.to_numpy(zero_copy_only=False)
+    if columns.feature_cols:
+        X = _named_columns_to_csr(table, columns.feature_cols, dtype, where)
+    else:
+        spec = FeatureSpec.detect(table.column_names, columns.features)
+        X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where)
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+
+
+def _named_columns_to_csr(table: pa.Table, names, dtype, where: str):
+    """Dense features from named numeric columns (nulls and non-finite values are errors)."""
+    import scipy.sparse as sp
+
+    dense = np.empty((table.num_rows, len(names)), dtype=dtype)
+    for j, name in enumerate(names):
+        col = table.column(name)
+        if col.null_count:
+            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise DataError(f"{where}feature column {name!r} is null in row {row}")
+        try:
+            dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(f"{where}feature column {name!r} is not numeric ({col.type})") from None
+    bad = np.argwhere(~np.isfinite(dense))
+    if bad.size:
+        r, c = int(bad[0, 0]), int(bad[0, 1])
+        raise DataError(f"{where}feature column {names[c]!r} of row {r} is {float(dense[r, c])!r}")
+    return sp.csr_matrix(dense)
+
+
+def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
+    """The group id of each row of an Arrow table: one column's values, or for several the
+    JSON text of the values (as Spark's ``to_json(struct(...))``); ``None`` where a part is null."""
+    if len(group) == 1:
+        return table.column(group[0])
+    columns = [table.column(g).to_pylist() for g in group]
+    out = [None if any(v is None for v in values) else
+           json.dumps(dict(zip(group, values)), separators=(",", ":"), default=str)
+           for values in zip(*columns)]
+    return pa.array(out, type=pa.string())
+
+
+def _drop_invalid_rows(table, label_col: str, qid_col: str | None, where: str):
+    """``table`` without :data:`INVALID_ROWS`; logs how many were dropped."""
+    label = table.column(label_col)
+    bad = label.is_null().to_numpy(zero_copy_only=False)
+    values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    bad |= ~np.isfinite(values)
+    if qid_col is not None:
+        bad |= table.column(qid_col).is_null().to_numpy(zero_copy_only=False)
+    n_bad = int(bad.sum())
+    if n_bad:
+        log.warning("%sdropped %d of %d %s", where, n_bad, table.num_rows, INVALID_ROWS)
+        table = table.filter(pa.array(~bad))
+    return table

@@ -1,0 +1,135 @@
+"""BMRM's bundle: pruned and warm-started it reaches the same optimum, its QP matches cvxopt's
+default solver, and a checkpointed bundle resumes bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cvxopt import matrix, solvers
+
+from sparkrank.checkpoints import CheckpointWriter, latest
+from sparkrank.data.block import RankingData
+from sparkrank.engines.local import LocalEngine
+from sparkrank.objectives.ranksvm import HingeRisk
+from sparkrank.solvers.bmrm import bmrm
+from sparkrank.solvers.bundle import SimplexQPSolution, solve_simplex_qp
+from sparkrank.solvers.result import STATE_KEY
+from test_solvers import explicit_l1_optimum, problem
+
+
+def tied_problem(seed: int):
+    """Several groups, graded labels (many tied pairs excluded) and duplicated rows (tied scores)."""
+    data, _ = problem(seed, m=120, n=5)
+    X = data.X.toarray()
+    X[1::7] = X[::7][: X[1::7].shape[0]]  # every 7th row repeated: equal scores for any w
+    from conftest import explicit_pairs
+
+    tied = RankingData.from_arrays(X, data.labels, np.repeat(np.arange(len(data.groups.offsets) - 1),
+                                                              np.diff(data.groups.offsets)))
+    up, lo = explicit_pairs(tied.labels, tied.groups.offsets)
+    return tied, X[up] - X[lo]
+
+
+class _Bundles:
+    """A callback recording the bundle size after every iteration."""
+
+    def __init__(self):
+        self.sizes: list[int] = []
+        self.pruned = 0
+
+    def __call__(self, it, w, record):
+        state = record[STATE_KEY]["bundle"]
+        self.sizes.append(len(state["offsets"]))
+        self.pruned = state["pruned"]
+
+
+@pytest.mark.parametrize("lam", [1e-3, 3e-2])
+def test_pruned_warm_started_bundle_reaches_the_unpruned_optimum(lam):
+    data, D = tied_problem(7)
+    opt, _ = explicit_l1_optimum(D, lam)
+    tol = 1e-4
+    full = bmrm(HingeRisk(LocalEngine(data), lam), tol=tol, inactive_limit=None)
+    seen = _Bundles()
+    pruned = bmrm(HingeRisk(LocalEngine(data), lam), tol=tol, inactive_limit=2, callback=seen)
+    assert full.converged and pruned.converged
+    assert seen.pruned > 0 and max(seen.sizes) < pruned.iterations, "nothing was pruned"
+    for res in (full, pruned):
+        # the gap certifies the result against the exact optimum of the same objective
+        assert opt - 1e-9 <= res.objective <= opt + tol
+        assert res.history[-1]["lower_bound"] <= opt + 1e-9
+    assert abs(pruned.objective - full.objective) <= tol
+
+
+def test_every_reported_lower_bound_is_below_the_optimum():
+    data, D = tied_problem(8)
+    lam = 1e-3
+    opt, _ = explicit_l1_optimum(D, lam)
+    res = bmrm(HingeRisk(LocalEngine(data), lam), tol=1e-5, inactive_limit=1)
+    assert res.converged
+    assert all(h["lower_bound"] <= opt + 1e-9 for h in res.history)
+    assert all(h["gap"] >= h["objective"] - opt - 1e-9 for h in res.history)
+
+
+@pytest.mark.parametrize("t", [2, 7, 40])
+def test_simplex_qp_matches_cvxopt_default_solver(t):
+    rng = np.random.default_rng(t)
+    A = rng.normal(size=(t, 6)) * np.exp(rng.uniform(-3, 3, size=(t, 1)))
+    gram, b, lam = A @ A.T, rng.normal(size=t), 1e-3
+    sol = solvers.qp(matrix(gram / (2 * lam)), matrix(-b), matrix(-np.eye(t)), matrix(np.zeros(t)),
+                     matrix(np.ones((1, t))), matrix(1.0),
+                     options={"show_progress": False, "abstol": 1e-12, "reltol": 1e-12, "feastol": 1e-12})
+    expected = np.array(sol["x"]).ravel()
+
+    def dual(alpha):
+        return b @ alpha - alpha @ gram @ alpha / (4 * lam)
+
+    cold = solve_simplex_qp(gram, b, lam)
+    # warm: from the solution of the problem without its last plane
+    previous = solve_simplex_qp(gram[:-1, :-1], b[:-1], lam) if t > 1 else None
+    warm = solve_simplex_qp(gram, b, lam, SimplexQPSolution(np.append(previous.alpha, 0.0), previous.multiplier,
+                                                             np.append(previous.bound_multipliers, 1.0)))
+    for got in (cold, warm):
+        assert got.alpha.min() >= 0 and got.alpha.sum() == pytest.approx(1.0, abs=1e-12)
+        assert dual(got.alpha) == pytest.approx(dual(expected), abs=1e-8 * max(1.0, abs(dual(expected))))
+
+
+def test_resume_with_a_pruned_bundle_is_bitwise(tmp_path):
+    data, _ = tied_problem(9)
+    lam, tol, limit = 1e-3, 1e-6, 2
+
+    def fit(**kwargs):
+        return bmrm(HingeRisk(LocalEngine(data), lam), tol=tol, inactive_limit=limit, **kwargs)
+
+    undisturbed = fit()
+    seen = _Bundles()
+    fit(callback=seen)
+    kill_at = next(i for i, size in enumerate(seen.sizes, 1) if size < i) + 2  # planes were dropped
+    assert kill_at < undisturbed.iterations, "too few iterations to interrupt after pruning"
+
+    class Killed(Exception):
+        pass
+
+    writer = CheckpointWriter(str(tmp_path), 1, {"solver": "bmrm"})
+
+    def kill(it, w, record):
+        writer(it, w, record)
+        if it == kill_at:
+            raise Killed
+
+    with pytest.raises(Killed):
+        fit(callback=kill)
+    found = latest(str(tmp_path))
+    assert found["iteration"] == kill_at
+    resumed = fit(resume=found["solver_state"])
+    assert resumed.history[0]["iter"] == kill_at + 1
+    np.testing.assert_array_equal(resumed.w, undisturbed.w)
+    assert resumed.iterations == undisturbed.iterations
+    assert [h["gap"] for h in resumed.history] == [h["gap"] for h in undisturbed.history[kill_at:]]
+
+
+def test_a_checkpoint_without_bundle_state_is_a_clear_error():
+    data, _ = tied_problem(10)
+    old_state = {"iter": 2, "gap": 1.0, "planes": [np.zeros(5)], "offsets": [1.0], "gram": np.zeros((1, 1)),
+                 "w": np.zeros(5), "risk": 1.0, "subgradient": np.zeros(5), "w_best": np.zeros(5), "j_best": 1.0}
+    with pytest.raises(ValueError, match="before the pruned bundle"):
+        bmrm(HingeRisk(LocalEngine(data), 1e-3), resume=old_state)
