@@ -14,6 +14,7 @@ time over m (1.0 = linear); writes bench/results/scale.json.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 import threading
@@ -94,18 +95,58 @@ class TreeMemorySampler:
         self._thread.join()
 
 
+def tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its descendants (reaped children included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in TreeMemorySampler._tree():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 class PassCounter:
-    """Counts engine passes by wrapping ``run``."""
+    """Counts engine passes and times each by wrapping ``run``."""
 
     def __init__(self, engine):
-        self.engine, self.passes = engine, 0
+        self.engine, self.seconds = engine, []
         inner = engine.run
 
         def run(*a, **k):
-            self.passes += 1
-            return inner(*a, **k)
+            t = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                self.seconds.append(time.perf_counter() - t)
 
         engine.run = run
+
+    @property
+    def passes(self) -> int:
+        return len(self.seconds)
+
+
+def read_once_seconds(engine, threads: int, repeat: int = 3) -> float:
+    """Best time to read every array of every block once (numpy sums, ``threads`` at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    arrays = [[np.load(f, mmap_mode="r") for f in sorted(glob.glob(os.path.join(ref.path, "*.npy")))]
+              for ref in engine.refs if ref.n_rows]
+
+    def read(block_arrays):
+        return sum(float(np.sum(a)) for a in block_arrays)  # np.sum releases the GIL: threads overlap
+
+    best = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeat + 1):  # the first maps the pages into this process
+            t = time.perf_counter()
+            list(pool.map(read, arrays))
+            best = min(best, time.perf_counter() - t)
+    return best
 
 
 def main(argv=None) -> int:
@@ -125,27 +166,34 @@ def main(argv=None) -> int:
 
     spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
     spark.sparkContext.setLogLevel("ERROR")
+    local = spark.sparkContext.master.startswith("local")
+    cores = spark.sparkContext.defaultParallelism
     rows = []
     for m in args.sizes:
         path = synthetic_parquet(m, args.features)
         partitions = args.partitions or max(2, 2 * round(m / 1e6))
         with TreeMemorySampler() as mem:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
             engine = SparkEngine(spark.read.parquet(str(path)), placement="executor", num_partitions=partitions,
                                  dtype=np.float32, n_features=args.features)
-            build = time.perf_counter() - t0
+            build, build_cpu = time.perf_counter() - t0, tree_cpu_seconds() - cpu0
             counter = PassCounter(engine)
             try:
                 model = train(engine, solver="tron", C=args.C, max_iter=args.max_iter)
+                t_train = time.perf_counter()
+                read_once = read_once_seconds(engine, cores) if local else None
+                t0 += time.perf_counter() - t_train  # the bound's measurement is not part of the run
             finally:
                 engine.close()
             total = time.perf_counter() - t0
         s = model.summary
-        rows.append({"rows": m, "partitions": partitions, "build_s": build, "iterations": s["iterations"],
-                     "passes": counter.passes, "train_s": s["seconds"],
-                     "s_per_iter": s["seconds"] / max(s["iterations"], 1),
-                     "s_per_pass": s["seconds"] / max(counter.passes, 1), "total_s": total,
-                     "peak_anon_gb": mem.peak_anon / 1e9, "peak_rss_gb": mem.peak_rss / 1e9, "objective": s["objective"], "converged": s["converged"]})
+        per_pass = float(np.median(counter.seconds))
+        rows.append({"rows": m, "partitions": partitions, "build_s": build, "build_cpu_s": build_cpu,
+                     "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
+                     "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
+                     "read_once_s": read_once, "pass_over_read": None if read_once is None else per_pass / read_once,
+                     "total_s": total, "peak_anon_gb": mem.peak_anon / 1e9, "peak_rss_gb": mem.peak_rss / 1e9,
+                     "objective": s["objective"], "converged": s["converged"]})
         print(table(rows[-1:], list(rows[-1])), flush=True)
     cols = list(rows[0])
     print()
@@ -157,7 +205,7 @@ def main(argv=None) -> int:
         print(f"\ngrowth exponent over m: per engine pass {e_pass:.2f}, per TRON iteration {e_iter:.2f} (1.0 = linear)")
     else:
         e_pass = e_iter = None
-    print(f"wrote {write_result('scale', {'master': args.master, 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
+    print(f"wrote {write_result('scale', {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 
 

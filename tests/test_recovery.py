@@ -132,3 +132,27 @@ def test_cli_resume_is_bitwise_equal_to_an_undisturbed_run(spark, synthetic, tmp
     assert "was written with data=" in capsys.readouterr().err
     assert main([*common, "--model", str(tmp_path / "x.json"), "--resume"]) == 2
     assert "--resume needs --checkpoint-dir" in capsys.readouterr().err
+
+
+def test_column_moments_rebuild_missing_blocks(spark, synthetic, monkeypatch, caplog):
+    from sparkrank.kernels.losses import SquaredHingeKernel
+
+    _, path = synthetic
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=2) as engine:
+        w = np.linspace(-1, 1, engine.summary.n_features)
+        undisturbed = engine.column_moments(w, SquaredHingeKernel())
+        inner, failures = SparkEngine._column_moments, [1]
+
+        def lose_blocks_once(self, *args):  # what a task on a host without the block file raises
+            if failures:
+                failures.pop()
+                raise RuntimeError("PythonException: sparkrank.spark.blocks.BlockMissingError: block is not on host")
+            return inner(self, *args)
+
+        monkeypatch.setattr(SparkEngine, "_column_moments", lose_blocks_once)
+        store = engine.store_id
+        disturbed = engine.column_moments(w, SquaredHingeKernel())
+        assert engine.store_id != store  # the store was rebuilt
+    assert "rebuilding the block store" in caplog.text
+    for part in ("stats", "first", "second"):
+        np.testing.assert_array_equal(getattr(disturbed, part), getattr(undisturbed, part))

@@ -136,13 +136,28 @@ def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
     width = int(lengths[0]) if lengths.size else 0
     check_max_features(max(width, n_features or 0), max_features, f"{where}a feature array of length {width}")
     dense = arr.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
-    bad = np.argwhere(~np.isfinite(dense))
-    if bad.size:
+    if not np.isfinite(dense).all():
+        bad = np.argwhere(~np.isfinite(dense))
         raise RowError(where, int(bad[0, 0]), f"feature column {int(bad[0, 1])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
-    X = sp.csr_matrix(dense)
-    if n_features and n_features > width:
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
-    return X
+    return dense_to_csr(dense, max(width, n_features or 0))
+
+
+def dense_to_csr(dense: np.ndarray, n_features: int) -> sp.csr_matrix:
+    """The CSR matrix ``scipy.sparse.csr_matrix(dense)`` gives (zeros dropped, columns in
+    order), built directly: scipy goes through COO with two int64 index arrays of every
+    entry, ~90% of a Spark block's decoding time for dense LETOR rows.  When no entry is
+    zero (the usual dense case) the values are ``dense`` itself, without a copy."""
+    m, width = dense.shape
+    nonzero = dense != 0
+    counts = np.count_nonzero(nonzero, axis=1)
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    columns = np.arange(width, dtype=np.int32)
+    if indptr[-1] == dense.size:
+        data, indices = dense.reshape(-1), np.tile(columns, m)
+    else:
+        data, indices = dense[nonzero], np.broadcast_to(columns, (m, width))[nonzero]
+    return sp.csr_matrix((data, indices, indptr), shape=(m, n_features))
 
 
 def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features: int | None, dtype,

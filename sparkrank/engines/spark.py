@@ -268,26 +268,31 @@ class SparkEngine(Engine):
         if state is not None and state.released:
             raise RuntimeError("kernel state was already released")
         vector = np.ascontiguousarray(vector, dtype=np.float64)
+        if self.placement == "executor":
+            return self._with_recovery(lambda replay: self._run_executor(vector, kernel, state, keep_state, replay))
+        return self._with_recovery(lambda replay: self._run_driver(vector, kernel, state, keep_state))
+
+    def _with_recovery(self, attempt):
+        """``attempt(replay)`` until it returns a result: a block file missing on a task's host
+        rebuilds the store, lost kernel states (:class:`~sparkrank.spark.blocks.MissingStates`)
+        are replayed from their recipes; at most :data:`MAX_RECOVERIES` times."""
         replay = False
-        for attempt in range(MAX_RECOVERIES + 1):
+        for n in range(MAX_RECOVERIES + 1):
             try:
                 with self._first_pass_progress():
-                    if self.placement == "executor":
-                        result = self._run_executor(vector, kernel, state, keep_state, replay)
-                    else:
-                        result = self._run_driver(vector, kernel, state, keep_state)
+                    result = attempt(replay)
             except Exception as exc:  # a block file missing on the task's host: rebuild the store
                 if "BlockMissingError" not in str(exc):
                     raise
-                self._recover(attempt, "block files missing on an executor; rebuilding the block store", exc)
+                self._recover(n, "block files missing on an executor; rebuilding the block store", exc)
                 self._refs_rdd.unpersist()
                 self._refs_df.unpersist()
                 self._build()
                 replay = True  # the new store has no kept states
                 continue
             if isinstance(result, blocks.MissingStates):
-                self._recover(attempt, f"kernel state lost with an executor in {len(result.partitions)} "
-                                       "partition(s); recomputing it from its recipe", None)
+                self._recover(n, f"kernel state lost with an executor in {len(result.partitions)} "
+                                 "partition(s); recomputing it from its recipe", None)
                 replay = True
                 continue
             return result
@@ -308,21 +313,35 @@ class SparkEngine(Engine):
             ) from cause
         log.warning("%s (recovery %d of at most %d)", what, attempt + 1, MAX_RECOVERIES)
 
+    @contextlib.contextmanager
+    def _broadcast(self, *values):
+        """Broadcasts of ``values`` (``None`` stays ``None``), destroyed when the pass is done,
+        as Spark ML's ``RDDLossFunction`` does."""
+        handles = [None if v is None else self.sc.broadcast(v) for v in values]
+        try:
+            yield handles
+        finally:
+            for h in handles:
+                if h is not None:
+                    h.destroy()
+
+    def _tree_sum(self, task, combine):
+        """``task`` over every block reference, its outputs merged by ``treeAggregate``."""
+        return self._refs_rdd.mapPartitions(task).treeAggregate(None, combine, combine, depth=self.aggregation_depth)
+
+    def _gather_scores(self, bw) -> np.ndarray:
+        """Driver placement: ``X·w`` of all rows in block order (``bw``: the broadcast ``w``)."""
+        parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
+        return np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+
     def _run_executor(self, vector, kernel, state, keep_state, replay: bool):
         in_id = None if state is None else state.payload
         recipe = None if in_id is None else self._recipes[in_id]
         released = tuple(self._released)
-        bw = self.sc.broadcast(vector)
-        recipe_bc = self.sc.broadcast(recipe) if replay and recipe is not None else None
         out_id = next(self._state_ids) if keep_state else None
-        try:
+        with self._broadcast(vector, recipe if replay else None) as (bw, recipe_bc):
             task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc)
-            total = self._refs_rdd.mapPartitions(task).treeAggregate(
-                None, blocks.add_pair, blocks.add_pair, depth=self.aggregation_depth)
-        finally:
-            bw.destroy()
-            if recipe_bc is not None:
-                recipe_bc.destroy()
+            total = self._tree_sum(task, blocks.add_pair)
         if isinstance(total, blocks.MissingStates):
             if out_id is not None:  # states some partitions wrote in this failed attempt
                 self._released.append(out_id)
@@ -336,21 +355,13 @@ class SparkEngine(Engine):
         return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None)
 
     def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
-        bw = self.sc.broadcast(vector)
-        try:
-            parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
-        finally:
-            bw.destroy()
-        scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        with self._broadcast(vector) as (bw,):
+            scores = self._gather_scores(bw)
         result = kernel(self.groups, scores, None if state is None else self._driver_states[state.payload])
         grad = None
         if result.coef is not None:
-            bc = self.sc.broadcast(np.ascontiguousarray(result.coef, dtype=np.float64))
-            try:
-                grad = self._refs_rdd.mapPartitions(blocks.gradient_task(bc, self.row_start, self.n_features)) \
-                    .treeAggregate(None, blocks.add_dd, blocks.add_dd, depth=self.aggregation_depth)
-            finally:
-                bc.destroy()
+            with self._broadcast(np.ascontiguousarray(result.coef, dtype=np.float64)) as (bc,):
+                grad = self._tree_sum(blocks.gradient_task(bc, self.row_start, self.n_features), blocks.add_dd)
             grad = np.zeros(self.n_features) if grad is None else dd_round(grad)
         handle = None
         if keep_state:
@@ -361,27 +372,23 @@ class SparkEngine(Engine):
         return PassResult(dd_round(result.stats_dd()), grad, handle)
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
-        """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would)."""
+        """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);
+        retried like :meth:`run` when block files went missing."""
         vector = np.ascontiguousarray(vector, dtype=np.float64)
+        return self._with_recovery(lambda replay: self._column_moments(vector, kernel))
+
+    def _column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         driver_stats = None
-        bw = self.sc.broadcast(vector)
-        bc = None
-        try:
+        with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
-                task = blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features)
+                total = self._tree_sum(blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features),
+                                       blocks.add_moments)
             else:
-                parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
-                scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-                result = kernel(self.groups, scores, None)
+                result = kernel(self.groups, self._gather_scores(bw), None)
                 driver_stats = dd_round(result.stats_dd())
-                bc = self.sc.broadcast(np.ascontiguousarray(result.coef, dtype=np.float64))
-                task = blocks.column_moments_task(None, None, bc, self.row_start, self.n_features)
-            total = self._refs_rdd.mapPartitions(task).treeAggregate(
-                None, blocks.add_moments, blocks.add_moments, depth=self.aggregation_depth)
-        finally:
-            bw.destroy()
-            if bc is not None:
-                bc.destroy()
+                with self._broadcast(np.ascontiguousarray(result.coef, dtype=np.float64)) as (bc,):
+                    total = self._tree_sum(blocks.column_moments_task(None, None, bc, self.row_start,
+                                                                      self.n_features), blocks.add_moments)
         if total is None:
             zero = np.zeros(self.n_features)
             total = ((np.zeros(0), np.zeros(0)), (zero, zero), (zero, zero), np.zeros(2))
@@ -408,8 +415,7 @@ class SparkEngine(Engine):
         """Per-feature statistics: one task per block, merged by ``treeAggregate`` (Chan's update)."""
         from .base import FeatureStatistics
 
-        total = self._refs_rdd.mapPartitions(blocks.feature_stats_task(self.n_features)).treeAggregate(
-            None, blocks.merge_stats, blocks.merge_stats, depth=self.aggregation_depth)
+        total = self._tree_sum(blocks.feature_stats_task(self.n_features), blocks.merge_stats)
         return FeatureStatistics.empty(self.n_features) if total is None else total.padded(self.n_features)
 
     def close(self) -> None:
