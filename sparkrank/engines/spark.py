@@ -38,6 +38,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..choices import PLACEMENTS
 from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
@@ -143,8 +144,8 @@ class SparkEngine(Engine):
         self.spec = FeatureSpec.detect(names, features_col)
         if placement == "auto":
             placement = "executor" if qid_col else "driver"
-        if placement not in ("executor", "driver"):
-            raise ValueError(f"placement must be auto, executor or driver, got {placement!r}")
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
         if placement == "executor" and qid_col is None:
             raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
         self.placement = placement
