@@ -132,3 +132,20 @@ def test_a_checkpoint_without_bundle_state_is_a_clear_error():
                  "w": np.zeros(5), "risk": 1.0, "subgradient": np.zeros(5), "w_best": np.zeros(5), "j_best": 1.0}
     with pytest.raises(ValueError, match="before the pruned bundle"):
         bmrm(HingeRisk(LocalEngine(data), 1e-3), resume=old_state)
+
+
+def test_inactive_limit_is_a_registered_option_that_reaches_the_bundle(tmp_path):
+    """``--inactive-limit`` / ``solver_options={"inactive_limit": k}``: a smaller limit keeps a
+    smaller bundle and reaches the same optimum within the gap; 0 is refused before any pass."""
+    from sparkrank.training import train
+
+    data, _ = tied_problem(3)
+    results = {k: train(data, solver="bmrm", C=1.0, tol=1e-6, max_iter=2000, solver_options={"inactive_limit": k})
+               for k in (1, 10_000)}
+    history = {k: model.summary["history"] for k, model in results.items()}
+    assert max(r["planes"] for r in history[1]) < max(r["planes"] for r in history[10_000])
+    assert history[10_000][-1]["planes"] == len(history[10_000])  # nothing dropped
+    assert results[1].options == {"inactive_limit": 1}  # the model remembers it
+    assert abs(results[1].summary["objective"] - results[10_000].summary["objective"]) < 1e-6
+    with pytest.raises(ValueError, match="inactive_limit=0: must be an integer >= 1"):
+        train(data, solver="bmrm", solver_options={"inactive_limit": 0})

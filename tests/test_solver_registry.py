@@ -72,7 +72,7 @@ def test_unknown_or_bad_options_are_value_errors_naming_the_option(data):
         train(data, solver="ncg", solver_options={"epsilon": 2.0})
     with pytest.raises(ValueError, match=r"precondition='no': must be true or false"):
         train(data, solver="tron", solver_options={"precondition": "no"})
-    with pytest.raises(ValueError, match="solver 'bmrm' has no option 'scope'; its options: none"):
+    with pytest.raises(ValueError, match="solver 'bmrm' has no option 'scope'; its options: inactive_limit"):
         train(data, solver="bmrm", solver_options={"scope": "group"})
     with pytest.raises(ValueError, match="unknown solver 'sgd'; choose one of tron, bmrm, ncg, toppush"):
         solver_spec("sgd")

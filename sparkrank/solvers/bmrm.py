@@ -103,7 +103,8 @@ def bmrm(
             state = {"iter": t, "gap": gap, "bundle": bundle.state(), "w": w, "risk": risk, "subgradient": a,
                      "w_best": w_best, "j_best": j_best}
         report(IterationRecord(t, j_best, gap, "gap", True, time.perf_counter() - t0,
-                               {"objective_at_w_t": j, "lower_bound": lower, **objective.progress(w)},
+                               {"objective_at_w_t": j, "lower_bound": lower, "planes": len(bundle),
+                                **objective.progress(w)},
                                w=w_best, state=state))
         if gap < tol:
             converged = True

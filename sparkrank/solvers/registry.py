@@ -29,6 +29,7 @@ from ..objectives.ranksvm import HingeRisk, SquaredHingeObjective
 from ..objectives.toppush import TopPushObjective
 from .apg import apg
 from .bmrm import bmrm
+from .bundle import DEFAULT_INACTIVE_LIMIT
 from .ncg import ncg
 from .result import SolverResult
 from .tron import tron
@@ -213,7 +214,12 @@ register(SolverSpec(
     options=(PRECONDITION,), takes_lambda=True, counts_pairs=True))
 register(SolverSpec(
     "bmrm", "L1 hinge (airola2011)", "L1-loss RankSVM, cutting planes",
-    HingeRisk.from_c, bmrm, 5000, 1e-3, "absolute gap", takes_lambda=True, counts_pairs=True))
+    HingeRisk.from_c, bmrm, 5000, 1e-3, "absolute gap", takes_lambda=True, counts_pairs=True,
+    options=(
+        Option("inactive_limit", int, DEFAULT_INACTIVE_LIMIT, "drop a cutting plane after this many QPs in a row "
+               "in which it was not tight (SVMstruct's rule); a larger value keeps a larger bundle",
+               low=1, closed_low=True, target="optimiser"),
+    )))
 register(SolverSpec(
     "ncg", "log-sigmoid pairwise likelihood (raykar2007)", "log-sigmoid pairwise likelihood (RankNCG), nonlinear CG",
     RankNetObjective, ncg, 1000, 1e-4, "relative gradient norm",
