@@ -110,6 +110,13 @@ class SolverResult:
     measure_value: float = float("nan")
 
 
+def gradient_ratio_result(w: np.ndarray, f: float, iterations: int, converged: bool, history: list[dict],
+                          seconds: float, message: str, gnorm: float, gnorm0: float) -> SolverResult:
+    """The result of a solver that stops on ``‖∇f(w)‖ ≤ tol·‖∇f(w₀)‖`` (TRON, NCG): LIBLINEAR's rule."""
+    ratio = gnorm / gnorm0 if gnorm0 > 0 else float("nan")
+    return SolverResult(w, f, iterations, converged, history, seconds, message, "gradient ratio", ratio)
+
+
 def accepted_records(history: list[dict]) -> list[IterationRecord]:
     """The records of a history's accepted iterations (a rejected trial step moves nothing)."""
     return [r for r in map(IterationRecord.from_dict, history) if r.accepted]

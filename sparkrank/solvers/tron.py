@@ -35,7 +35,7 @@ import numpy as np
 
 from ..objectives.base import Objective
 from .callbacks import SolverReport
-from .result import IterationCallback, IterationRecord, SolverResult
+from .result import IterationCallback, IterationRecord, SolverResult, gradient_ratio_result
 from .safeguards import NonFiniteError, require_finite_start, stable_norm, start_point, zero_gradient_message
 
 log = logging.getLogger("sparkrank.tron")
@@ -213,6 +213,5 @@ def tron(
         message = "gradient norm below tolerance"
     elif message is None:
         message = f"reached max_iter={max_iter} trial steps ({it} accepted)"
-    ratio = gnorm / gnorm0 if gnorm0 > 0 else math.nan
-    return SolverResult(w, f, it, converged, report.history.records, time.perf_counter() - t0, message,
-                        "gradient ratio", ratio)
+    return gradient_ratio_result(w, f, it, converged, report.history.records, time.perf_counter() - t0, message,
+                                 gnorm, gnorm0)
