@@ -64,6 +64,13 @@ class ScoreKernel:
 
     #: True when the kernel's output for a group depends on other groups (one block needed).
     spans_groups: ClassVar[bool] = False
+    #: The names of ``KernelResult.stats``, in order: callers read an engine's summed vector
+    #: by name (``Statistics.of(kernel.statistics, stats)[name]``), never by position.
+    statistics: ClassVar[tuple[str, ...]] = ()
+
+    def named(self, stats: np.ndarray) -> "Statistics":
+        """An engine's summed ``stats`` of this kernel, by name."""
+        return Statistics.of(self.statistics, stats)
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state: Any) -> KernelResult:
         raise TypeError(f"{type(self).__name__} does not define __call__")

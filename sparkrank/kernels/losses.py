@@ -16,17 +16,21 @@ import numpy as np
 from ..conventions import MARGIN
 from ..data.groups import QueryGroups
 from ..numerics.exact_sum import dd_add, sum_dd
-from .base import KernelResult, ScoreKernel
+from .base import KernelResult, ScoreKernel, Statistics
 from .counting import DEFAULT_COUNTING, count_support_pairs, sort_within_groups
+
+#: The statistics of a pairwise RankSVM loss kernel: the loss sum and the support pairs.
+LOSS_STATISTICS = ("loss", "support_pairs")
 
 
 @dataclass(frozen=True)
 class HingeKernel(ScoreKernel):
     """L1 pairwise hinge: airola2011 eqs. (5)-(8).
 
-    stats = ``[Σ_P max(0, 1 - (p_u - p_l)), #support pairs]``; coef = ``c - d``.
+    statistics: ``loss`` = ``Σ_P max(0, 1 - (p_u - p_l))``, ``support_pairs``; coef = ``c - d``.
     """
 
+    statistics = LOSS_STATISTICS
     counting: str = DEFAULT_COUNTING
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
@@ -35,7 +39,7 @@ class HingeKernel(ScoreKernel):
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
         loss = dd_add(sum_dd(coef * scores), (n_support, 0.0))  # eq. (7)
-        return KernelResult(np.array([loss[0], n_support]), coef, stats_lo=np.array([loss[1], 0.0]))
+        return Statistics(self.statistics, [loss[0], n_support], [loss[1], 0.0]).result(coef)
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,11 @@ class SquaredHingeKernel(ScoreKernel):
     With ``l⁺ = n_above``, ``l⁻ = n_below`` and ``α± = `` sums of ``p`` over the support
     partners, ``Σ_SV (1 - p_u + p_l)² = Σ_k (l⁺+l⁻)p_k² - (α⁺+α⁻)p_k + 2(l⁺-l⁻)p_k + l⁻_k``
     and its derivative in ``p`` is ``c = 2((l⁺+l⁻)p - (α⁺+α⁻) + (l⁺-l⁻))``.
-    stats = ``[Σ_SV loss, #support pairs]``.  Keeps ``(p, order)`` for Hessian products.
+    statistics: ``loss`` = ``Σ_SV (1 - p_u + p_l)²``, ``support_pairs``.  Keeps ``(p, order)``
+    for Hessian products.
     """
 
+    statistics = LOSS_STATISTICS
     counting: str = DEFAULT_COUNTING
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
@@ -58,8 +64,8 @@ class SquaredHingeKernel(ScoreKernel):
         alpha = k.s_above + k.s_below
         loss = dd_add(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores), (float(k.n_below.sum()), 0.0))
         coef = 2.0 * (l_sum * scores - alpha + l_diff)
-        return KernelResult(np.array([loss[0], float(k.n_above.sum())]), coef, (scores, order),
-                            stats_lo=np.array([loss[1], 0.0]))
+        return Statistics(self.statistics, [loss[0], float(k.n_above.sum())], [loss[1], 0.0]).result(
+            coef, (scores, order))
 
 
 @dataclass(frozen=True)
@@ -87,13 +93,13 @@ class SupportPairDiagonalKernel(ScoreKernel):
     the Laplacian of the support-pair graph, whose diagonal is the number of support pairs
     a row takes part in: ``coef = 2(l⁺ + l⁻)`` (lee-lin2014 §2.2 counts).  At ``p = 0`` every
     pair is a support pair (margin 1), so there ``coef`` is twice each row's pair count.
-    No state: it sorts and counts again (one O(m log m) sweep).  stats = ``[Σ coef]``.
+    No state: it sorts and counts again (one O(m log m) sweep).  statistics: ``weight`` = ``Σ coef``.
     """
 
+    statistics = ("weight",)
     counting: str = DEFAULT_COUNTING
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
         coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
-        total = sum_dd(coef)
-        return KernelResult(np.array([total[0]]), coef, stats_lo=np.array([total[1]]))
+        return Statistics.summed({"weight": coef}).result(coef)

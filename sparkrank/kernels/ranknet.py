@@ -51,7 +51,7 @@ from numba import njit
 
 from ..choices import RANKNET_GRADIENTS, check_choice
 from ..data.groups import QueryGroups
-from .base import KernelResult, ScoreKernel
+from .base import KernelResult, ScoreKernel, Statistics
 from .erfc_sum import (
     check_grid_span,
     empty_expansions,
@@ -187,7 +187,8 @@ def check_gradient_mode(gradient: str) -> str:
 
 @dataclass(frozen=True)
 class RankNetKernel(ScoreKernel):
-    """Log-sigmoid pairwise loss per query group (module docstring).
+    """Log-sigmoid pairwise loss per query group (module docstring); statistics: ``loss``
+    (0 unless computed).
 
     Attributes
     ----------
@@ -208,6 +209,7 @@ class RankNetKernel(ScoreKernel):
     epsilon: float = DEFAULT_EPSILON
     value: bool = False
     direct_small_groups: bool = True
+    statistics = ("loss",)
 
     def __post_init__(self):
         if self.gradient is not None:
@@ -232,4 +234,4 @@ class RankNetKernel(ScoreKernel):
             direct_below = DIRECT_PAIRS_PER_TERM * prm.p if self.direct_small_groups else 0.0
             _fast_coef(scores, rank, groups.offsets, groups.n_levels, groups.pairs_per_group,
                        SIGMOID_ERFC_SCALE, prm.p, prm.h, prm.r_x, prm.r_y, direct_below, coef)
-        return KernelResult(np.array([loss]), coef)
+        return Statistics(self.statistics, [loss]).result(coef)

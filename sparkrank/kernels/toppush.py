@@ -38,7 +38,7 @@ COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_bl
 #: Order of :class:`TopPushStepKernel`'s statistics.
 STEP_STATS = ("conj_y", "conj_next", "linear", "dist2", "primal_loss_y", "not_at_top_y")
 #: Order of :class:`TopPushPrimalKernel`'s statistics.
-PRIMAL_STATS = ("loss", "not_at_top")
+PRIMAL_STATS = ("loss", "positives_not_at_top")
 
 
 def check_scope(scope: str) -> str:
@@ -110,10 +110,13 @@ class _RankingUnit(ScoreKernel):
 
 @dataclass(frozen=True)
 class TopPushCountKernel(_RankingUnit):
-    """Counts of the bipartite units: ``[positives, negatives, units, skipped units, blocks]``.
+    """Counts of the bipartite units (:data:`COUNT_STATS`): positives, negatives, units,
+    skipped units, blocks.
 
     Positives/negatives are counted in active units only; ``m`` of li2014 is the positives.
     """
+
+    statistics = COUNT_STATS
 
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
@@ -124,20 +127,21 @@ class TopPushCountKernel(_RankingUnit):
         n_neg = np.count_nonzero(~bp.is_pos & bp.row_active)
         n_units = bp.active.size
         n_skipped = n_units - np.count_nonzero(bp.active)
-        return KernelResult(np.array([n_pos, n_neg, n_units, n_skipped, 1.0], dtype=np.float64))
+        return Statistics(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0]).result()
 
 
 @dataclass(frozen=True)
 class TopPushPrimalKernel(_RankingUnit):
     """Primal loss sum ``Σ_i ℓ(max_j p⁻_j − p_i)`` and its gradient coefficients.
 
-    stats = ``[Σ loss, #positives not above their top negative]``; coef = ``∂/∂p`` of the
+    statistics (:data:`PRIMAL_STATS`): ``loss``, ``positives_not_at_top``; coef = ``∂/∂p`` of the
     summed loss: ``−2[1+z_i]₊`` on positive ``i`` and ``Σ_i 2[1+z_i]₊`` on its unit's top
     negative (the first one when several tie: a subgradient).
     """
 
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
+    statistics = PRIMAL_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         bp = Bipartite.of(groups, self.threshold, self.scope)
@@ -147,7 +151,7 @@ class TopPushPrimalKernel(_RankingUnit):
         per_unit = np.bincount(unit_of_row, weights=2.0 * hinge, minlength=bp.active.size)
         has = arg >= 0
         coef[arg[has]] += per_unit[has]
-        return Statistics.summed(dict(zip(PRIMAL_STATS, [loss, float(np.count_nonzero(not_top))]))).result(coef)
+        return Statistics.summed(dict(zip(self.statistics, [loss, float(np.count_nonzero(not_top))]))).result(coef)
 
 
 def conjugate_loss(a: np.ndarray) -> np.ndarray:
@@ -174,6 +178,7 @@ class TopPushStepKernel(_RankingUnit):
     step: float
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
+    statistics = STEP_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         bp = Bipartite.of(groups, self.threshold, self.scope)
@@ -189,7 +194,7 @@ class TopPushStepKernel(_RankingUnit):
         x_next = project_groups(y - self.step * grad, pos, bp.offsets, bp.active)
         d = x_next - y
         _, loss, not_top, _ = primal_terms(bp, scores)
-        stats = Statistics.summed(dict(zip(STEP_STATS, [
+        stats = Statistics.summed(dict(zip(self.statistics, [
             np.where(pos, conjugate_loss(y), 0.0),
             np.where(pos, conjugate_loss(x_next), 0.0),
             grad * d,

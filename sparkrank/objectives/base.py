@@ -99,9 +99,9 @@ class RegularizedRisk(Objective):
 
     #: The paper's λ form of this loss (how λ and C convert).
     lambda_form: LambdaForm
-    #: The kernel statistic (index 1) reported each iteration, e.g. ``"support_pairs"``.
+    #: The kernel statistic reported each iteration, e.g. ``"support_pairs"``.
     progress_stat: str | None = None
-    #: Score-space kernel of the value (``stats[0]``) and ``Xᵀc``; of the Hessian product, if any.
+    #: Score-space kernel of the value (its statistic ``loss``) and ``Xᵀc``; of the Hessian product, if any.
     kernel: Any
     hessian_kernel: Any = None
 
@@ -139,7 +139,7 @@ class RegularizedRisk(Objective):
 
     def loss_sum(self, w: np.ndarray) -> float:
         """``L(Xw)``, the unscaled loss sum (a loss whose value needs its own pass overrides it)."""
-        return float(self._point(w).stats[0])
+        return self.kernel.named(self._point(w).stats)["loss"]
 
     def risk(self, w: np.ndarray) -> float:
         """``R(w) = f·L/n``."""
@@ -164,7 +164,7 @@ class RegularizedRisk(Objective):
     def progress(self, w: np.ndarray) -> dict[str, Any]:
         if self.progress_stat is None:
             return {}
-        return {self.progress_stat: int(round(float(self._point(w).stats[1])))}
+        return {self.progress_stat: int(round(self.kernel.named(self._point(w).stats)[self.progress_stat]))}
 
 
 def require_pairs(engine: Engine) -> int:
@@ -200,7 +200,7 @@ def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: flo
     if bad.size:
         raise NonFiniteError(f"the Hessian diagonal overflows: Σ a·x² of feature {int(bad[0]) + 1} is "
                              f"{float(moments.second[bad[0]]):.3g}")
-    total = float(moments.stats[0])
+    total = kernel.named(moments.stats)["weight"]
     if not total > 0:
         return np.ones(moments.first.shape[0])
     spread = moments.second - moments.first**2 / total

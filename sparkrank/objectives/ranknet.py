@@ -72,12 +72,12 @@ class RankNetObjective(RegularizedRisk):
     def loss_sum(self, w: np.ndarray) -> float:
         """Exact ``Σ_P -log σ(w·(x_u - x_l))`` (O(pairs) per group; free with the direct gradient)."""
         if self.gradient_mode == "direct":
-            return float(self._point(w).stats[0])
+            return self.kernel.named(self._point(w).stats)["loss"]
 
         def compute(w):
             return EvaluatedPoint(w, self.engine.run(w, self.value_kernel).stats, None)
 
-        return float(self._values.get(w, compute).stats[0])
+        return self.value_kernel.named(self._values.get(w, compute).stats)["loss"]
 
     def close(self) -> None:
         super().close()

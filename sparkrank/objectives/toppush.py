@@ -31,8 +31,6 @@ from ..conventions import DEFAULT_POSITIVE_THRESHOLD, TOPPUSH_LAMBDA
 from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
 from ..kernels.toppush import (
-    COUNT_STATS,
-    STEP_STATS,
     TopPushCountKernel,
     TopPushPrimalKernel,
     TopPushStepKernel,
@@ -125,8 +123,8 @@ class TopPushObjective(RegularizedRisk):
         if not np.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {threshold!r}")
         self.scope = check_scope(scope)
-        counts = dict(zip(COUNT_STATS, engine.run(np.zeros(engine.summary.n_features),
-                                                  TopPushCountKernel(self.threshold, self.scope)).stats))
+        count_kernel = TopPushCountKernel(self.threshold, self.scope)
+        counts = count_kernel.named(engine.run(np.zeros(engine.summary.n_features), count_kernel).stats)
         self.n_positives = int(round(counts["n_positives"]))
         self.n_negatives = int(round(counts["n_negatives"]))
         self.n_units = int(round(counts["n_units"]))
@@ -174,7 +172,7 @@ class TopPushObjective(RegularizedRisk):
         w_y = current.w + eta * (current.w - current.w_prev) if eta else current.w
         kernel = TopPushStepKernel(float(eta), 1.0 / float(L), self.threshold, self.scope)
         r = self.engine.run(w_y, kernel, state=current.state, keep_state=True)
-        s = dict(zip(STEP_STATS, r.stats))
+        s = kernel.named(r.stats)
         w_next = r.gradient / self.lam_m  # w(x₊) = Xᵀc/(λm)
         candidate = DualIterate(w_next, current.w, r.state, self.dual_value_from(w_next, s["conj_next"]))
         primal_y = 0.5 * self.lam * float(w_y @ w_y) + s["primal_loss_y"] / self.n_positives
