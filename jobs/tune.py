@@ -10,7 +10,8 @@ Every option of `sparkrank tune` applies (`sparkrank tune --help`): inputs and o
 be any Hadoop URI, Hive-partitioned directories, globs, with `--where` filters (applied to
 --input and --valid); `--engine spark` is implied and the master, memory and partitions come
 from spark-submit as usual.  With `--folds K` each fold is the
-rows whose `pmod(xxhash64(qid, seed), K)` equals the fold number, so folds hold whole
+query groups whose seeded MD5 hash of the group id, mod K, equals the fold number
+(`sparkrank/data/folds.py`: the same folds as the local engine), so folds hold whole
 query groups and are never collected to the driver.  With `--checkpoint-dir URI` a killed
 job rerun with `--resume` reuses the finished Cs and resumes the interrupted one (same table
 and best model).
