@@ -278,7 +278,8 @@ def convergence_report(model: RankingModel) -> tuple[str, bool]:
 
     From the training summary: the solver's message, its stopping measure (gradient ratio,
     gap or relative gap) against the tolerance, and the iteration count.  The warning flag
-    is set when the fit did not converge (iteration cap, a failed line search, no step).
+    is set when the fit did not converge (iteration cap, a failed line search, no step) or
+    converged to all-zero weights.
     """
     s = model.summary or {}
     if "converged" not in s:
@@ -293,6 +294,12 @@ def convergence_report(model: RankingModel) -> tuple[str, bool]:
         detail = f", final {measure} {float(value):.3g} (tol {model.tol:.3g})"
     what = f"{model.solver} after {s.get('iterations', '?')} iterations: {s.get('message', 'no message')}{detail}"
     if s["converged"]:
+        if not np.any(model.weights):
+            # A certified optimum at w = 0 (e.g. TopPush when no direction lifts the positives
+            # above every query's top negative) is an honest answer but ranks nothing.
+            return (f"converged to w = 0: {what}; every row gets the same score: no direction lowers the "
+                    f"loss enough to pay for ‖w‖² at C={model.C:g} (a larger -C helps only if the regulariser, "
+                    "not the loss itself, holds w at 0)"), True
         return f"converged: {what}", False
     capped = str(s.get("message", "")).startswith("reached max_iter")
     advice = ("the iteration cap stopped it before the tolerance; retrain with a larger --max-iter"

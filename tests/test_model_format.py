@@ -13,6 +13,7 @@ import pytest
 
 from sparkrank.data.io import read_ranking_data
 from sparkrank.data.svmlight import write_svmlight
+from sparkrank.data.block import RankingData
 from sparkrank.model import FORMAT_VERSION, RankingModel, convergence_report
 from sparkrank.choices import STANDARDIZATIONS
 from sparkrank.solvers.registry import SOLVERS
@@ -147,3 +148,14 @@ def test_convergence_line_warns_when_the_cap_stopped_the_fit(sample):
     assert not warn and line.startswith("converged: toppush") and "relative gap" in line
     line, warn = convergence_report(RankingModel.load(DATA / "model_v1_tron_none.json"))
     assert not warn and line.startswith("converged: tron after 5 iterations")
+
+
+def test_convergence_line_warns_when_the_optimum_is_all_zero():
+    """A positive at the centre of its query's negatives: no w lifts it above the top negative,
+    so TopPush's certified optimum is w = 0, which ranks nothing; the line says so and warns."""
+    X = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], dtype=float)
+    data = RankingData.from_arrays(X, np.array([1.0, 0, 0, 0, 0]), np.zeros(5, dtype=int))
+    model = train(data, solver="toppush")
+    assert model.summary["converged"] and not np.any(model.weights)
+    line, warn = convergence_report(model)
+    assert warn and line.startswith("converged to w = 0: toppush") and "every row gets the same score" in line
