@@ -1,11 +1,15 @@
 """Retrain the MQ2008 reference models and compare ``weights``/``intercept`` bit for bit.
 
-One command: ``python bench/bitwise_refs.py [REF_DIR] [SOLVER ...]`` (default ``/work/ref``, all four
-solvers).  Each reference ``mq2008-<solver>-{local,std}.json`` was written by
+Before a refactor, write the references from the current checkout; after it, compare:
+
+    python bench/bitwise_refs.py --write REF_DIR [SOLVER ...]   # default: all four solvers
+    python bench/bitwise_refs.py REF_DIR [SOLVER ...]
+
+Each reference ``mq2008-<solver>-{local,std}.json`` is
 ``sparkrank train --input ../shared/data/MQ2008/Fold1/train.txt --model X --solver S --engine local -q``
-(``-std`` adds ``--standardization standard``); this trains the same models through the same CLI
-and prints one line per model (``identical`` or the largest difference), exit status 1 on any
-difference.
+(``-std`` adds ``--standardization standard``); the comparison trains the same models through the
+same CLI and prints one line per model (``identical`` or the largest difference), exit status 1
+on any difference.
 """
 
 from __future__ import annotations
@@ -29,15 +33,22 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def trained(out: Path, solver: str, variant: str) -> bool:
+    """Train the reference model of ``solver`` (``variant`` local or std) into ``out``."""
+    argv = ["train", "--input", str(TRAIN), "--model", str(out), "--solver", solver, "--engine", "local", "-q"]
+    if variant == "std":
+        argv += ["--standardization", "standard"]
+    if main(argv) != 0:
+        print(f"{solver:8s} {variant:5s} FAILED to train")
+        return False
+    return True
+
+
 def check(ref_dir: Path, solver: str, variant: str) -> bool:
     ref = json.loads((ref_dir / f"mq2008-{solver}-{variant}.json").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "m.json"
-        argv = ["train", "--input", str(TRAIN), "--model", str(out), "--solver", solver, "--engine", "local", "-q"]
-        if variant == "std":
-            argv += ["--standardization", "standard"]
-        if main(argv) != 0:
-            print(f"{solver:8s} {variant:5s} FAILED to train")
+        if not trained(out, solver, variant):
             return False
         new = json.loads(out.read_text())
     ok = _same(ref["weights"], new["weights"]) and _same(ref["intercept"], new["intercept"])
@@ -48,7 +59,16 @@ def check(ref_dir: Path, solver: str, variant: str) -> bool:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    ref_dir = Path(args.pop(0)) if args and Path(args[0]).is_dir() else Path("/work/ref")
+    write = bool(args) and args[0] == "--write"
+    if write:
+        args.pop(0)
+    if not args:
+        sys.exit(__doc__)
+    ref_dir = Path(args.pop(0))
     solvers = args or SOLVERS
-    results = [check(ref_dir, s, v) for s in solvers for v in ("local", "std")]
+    if write:
+        ref_dir.mkdir(parents=True, exist_ok=True)
+        results = [trained(ref_dir / f"mq2008-{s}-{v}.json", s, v) for s in solvers for v in ("local", "std")]
+    else:
+        results = [check(ref_dir, s, v) for s in solvers for v in ("local", "std")]
     sys.exit(0 if all(results) else 1)
