@@ -61,22 +61,22 @@ class _LineSearch:
 
     def run(self, alpha: float):
         """Return ``(alpha, w_new, g_new)``, or ``alpha = 0`` when no descent was found."""
-        lo, slope_lo, w_lo, g_lo = 0.0, self.slope0, None, None
-        hi, slope_hi = math.inf, math.nan
+        lo, w_lo, g_lo = 0.0, None, None
+        hi = math.inf
         prev, slope_prev = 0.0, self.slope0
         target = self.eta * abs(self.slope0)
         while self.evals < self.max_evals:
             w_new, g, slope = self._probe(alpha)
             if not (math.isfinite(slope) and np.all(np.isfinite(g))):
-                hi, slope_hi = alpha, math.inf  # overflow: treat as beyond the minimum
+                hi = alpha  # overflow: treat as beyond the minimum
                 alpha = lo + 0.25 * (alpha - lo)
                 continue
             if abs(slope) <= target:
                 return alpha, w_new, g
             if slope < 0:
-                lo, slope_lo, w_lo, g_lo = alpha, slope, w_new, g
+                lo, w_lo, g_lo = alpha, w_new, g
             else:
-                hi, slope_hi = alpha, slope
+                hi = alpha
             # secant step on φ' through the two latest points (Newton–Raphson with a
             # finite-difference φ''); φ' increases for convex f
             denom = slope - slope_prev
