@@ -22,6 +22,10 @@ TOPPUSH_SCOPES: tuple[str, ...] = ("group", "global")
 #: Per-feature standardization (:mod:`sparkrank.standardization`).
 STANDARDIZATIONS: tuple[str, ...] = ("none", "minmax", "standard")
 
+#: In-memory layout of the feature rows (:mod:`sparkrank.data.features`): dense rows when
+#: they take no more memory than CSR, CSR (scipy), or dense rows.
+FEATURE_LAYOUTS: tuple[str, ...] = ("auto", "sparse", "dense")
+
 #: Where the Spark engine runs the score-space kernel (DESIGN.md §2).
 PLACEMENTS: tuple[str, ...] = ("auto", "executor", "driver")
 

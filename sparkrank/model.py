@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data.block import DataError, RankingData
-from .numerics.linalg import csr_dot
+from .numerics.linalg import matvec
 from .standardization import Standardization
 
 FORMAT_VERSION = 2
@@ -110,14 +110,16 @@ class RankingModel:
         """
         if isinstance(X, RankingData):
             X = X.X
-        if not sp.issparse(X):
-            X = sp.csr_matrix(np.atleast_2d(np.asarray(X, dtype=np.float64)))
-        X = sp.csr_matrix(X)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+        else:  # dense rows are scored as they are (the same numbers as their CSR)
+            X = np.asarray(X)
+            X = np.ascontiguousarray(np.atleast_2d(X if X.dtype == np.float32 else X.astype(np.float64, copy=False)))
         self.check_width(X.shape[1])
         if self.standardization is None:
-            return csr_dot(X, self.weights)
+            return matvec(X, self.weights)
         # w'·((x − shift)·scale) = x·(scale·w') − (shift·scale)·w', without densifying x
-        return csr_dot(X, self.raw_weights[: X.shape[1]]) + self.intercept
+        return matvec(X, self.raw_weights[: X.shape[1]]) + self.intercept
 
     def to_dict(self) -> dict[str, Any]:
         """The file's record (format 2): raw-feature ``weights`` and ``intercept`` first."""

@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..choices import FEATURE_LAYOUTS, check_choice
 from .groups import QueryGroups
 
 
@@ -86,8 +87,10 @@ class RankingData:
 
     Attributes
     ----------
-    X : scipy.sparse.csr_matrix (m, n), float64 or float32
-        Feature rows, stored in group-contiguous order.
+    X : scipy.sparse.csr_matrix or C-contiguous ndarray (m, n), float64 or float32
+        Feature rows, stored in group-contiguous order: CSR, or dense rows when they were
+        asked for (``layout``) -- for nearly dense data (LETOR) they need no index array.
+        Every engine and kernel gives the same numbers for both.
     groups : QueryGroups
         Labels and group structure of the stored rows.
     qids : ndarray (G,) or None
@@ -96,7 +99,7 @@ class RankingData:
         Input position of each stored row.
     """
 
-    X: sp.csr_matrix
+    X: "sp.csr_matrix | np.ndarray"
     groups: QueryGroups
     qids: np.ndarray | None
     row_order: np.ndarray
@@ -110,13 +113,14 @@ class RankingData:
         *,
         dtype: type = np.float64,
         n_features: int | None = None,
+        layout: str = "sparse",
     ) -> "RankingData":
         """Validate and group rows.
 
         Parameters
         ----------
         X : array-like or sparse matrix (m, n)
-            Features; converted to CSR of ``dtype`` (float64 or float32).
+            Features; converted to ``dtype`` (float64 or float32) in the ``layout``.
         labels : array-like (m,)
             Real-valued utilities; must be finite.
         qid : array-like (m,), optional
@@ -124,11 +128,19 @@ class RankingData:
             not be contiguous; they are gathered stably.  ``None``: one global ranking.
         n_features : int, optional
             Pad the matrix to this many columns (it must not have more).
+        layout : {"sparse", "auto", "dense"}
+            Store ``X`` as CSR (default), as given (a 2-D ndarray stays dense rows, anything
+            else CSR), or as dense rows.
         """
         if dtype not in (np.float64, np.float32):
             raise DataError(f"dtype must be float64 or float32, got {dtype!r}")
-        X = sp.csr_matrix(X, dtype=dtype) if not (sp.issparse(X) and X.format == "csr" and X.dtype == dtype) else X
-        X.sum_duplicates()
+        check_choice(layout, FEATURE_LAYOUTS, "layout")
+        dense = layout == "dense" or (layout == "auto" and isinstance(X, np.ndarray) and X.ndim == 2)
+        if dense:
+            X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else np.atleast_2d(X), dtype=dtype)
+        else:
+            X = sp.csr_matrix(X, dtype=dtype) if not (sp.issparse(X) and X.format == "csr" and X.dtype == dtype) else X
+            X.sum_duplicates()
         y = np.asarray(labels, dtype=np.float64).ravel()
         m = X.shape[0]
         if y.shape[0] != m:
@@ -137,7 +149,7 @@ class RankingData:
             check_max_features(n_features, None, "n_features")
             if X.shape[1] > n_features:
                 raise DataError(f"data has {X.shape[1]} feature columns, more than n_features={n_features}")
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(m, n_features))
+            X = _with_width(X, n_features)
         _check_finite(X, y)
         if qid is None:
             order = np.arange(m, dtype=np.int64)
@@ -176,8 +188,7 @@ class RankingData:
             return self
         if n_features < self.n_features:
             raise DataError(f"data has {self.n_features} feature columns, more than the model's {n_features}")
-        X = sp.csr_matrix((self.X.data, self.X.indices, self.X.indptr), shape=(self.n_rows, n_features))
-        return RankingData(X, self.groups, self.qids, self.row_order)
+        return RankingData(_with_width(self.X, n_features), self.groups, self.qids, self.row_order)
 
     def to_input_order(self, values: np.ndarray) -> np.ndarray:
         """Reorder a per-row array from stored order back to input order."""
@@ -205,16 +216,31 @@ def _group_rows(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, np.append(starts, m).astype(np.int64), qs[starts]
 
 
-def _check_finite(X: sp.csr_matrix, y: np.ndarray) -> None:
+def _with_width(X, n_features: int):
+    """``X`` with zero columns appended up to ``n_features``."""
+    if isinstance(X, np.ndarray):
+        return np.pad(X, ((0, 0), (0, n_features - X.shape[1])))
+    return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+
+
+def _check_finite(X, y: np.ndarray) -> None:
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
         r = int(bad[0])
         raise DataError(f"label of row {r} is {float(y[r])!r}: labels must be finite ({bad.size} bad rows)")
     # The sum is NaN or infinite when a value is (or, rarely, when finite values overflow it):
     # only then scan for the culprit, so valid data costs no mask the size of X.
+    dense = isinstance(X, np.ndarray)
     with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.sum(X.data, dtype=np.float64)):
+        if np.isfinite(np.sum(X if dense else X.data, dtype=np.float64)):
             return
+    if dense:
+        bad = np.argwhere(~np.isfinite(X))
+        if bad.size:
+            row, col = (int(v) for v in bad[0])
+            raise DataError(f"feature column {col} of row {row} is {float(X[row, col])!r}: features must be finite "
+                            f"({bad.shape[0]} bad values)")
+        return
     badnz = np.flatnonzero(~np.isfinite(X.data))
     if badnz.size:
         k = int(badnz[0])

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels.base import ScoreKernel
+from ..numerics.linalg import dense_column_sums
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,21 @@ class FeatureStatistics:
         hi = np.full(n_features, -np.inf)
         np.minimum.at(lo, idx, val)
         np.maximum.at(hi, idx, val)
+        has_zero = zeros > 0
+        lo[has_zero] = np.minimum(lo[has_zero], 0.0)
+        hi[has_zero] = np.maximum(hi[has_zero], 0.0)
+        return cls(int(n_rows), mean, m2, lo, hi)
+
+    @classmethod
+    def from_dense(cls, values: np.ndarray) -> "FeatureStatistics":
+        """Statistics of dense rows, equal bit for bit to :meth:`from_csr` of the same rows."""
+        n_rows, n_features = values.shape
+        if n_rows == 0:
+            return cls.empty(n_features)
+        total, nnz, lo, hi = dense_column_sums(values, np.zeros(0))
+        mean = total / n_rows
+        zeros = n_rows - nnz
+        m2 = dense_column_sums(values, mean)[0] + zeros * mean**2
         has_zero = zeros > 0
         lo[has_zero] = np.minimum(lo[has_zero], 0.0)
         hi[has_zero] = np.maximum(hi[has_zero], 0.0)

@@ -1,4 +1,4 @@
-"""The in-process engine: one block, numba products and kernels on all cores.
+"""The in-process engine: one block (CSR or dense rows), numba products and kernels on all cores.
 
 Rows are cut into chunks of about equal non-zeros for ``X·v`` / ``Xᵀ·c``, and groups into
 chunks of about equal rows for the score-space kernel (a group never splits), all run on
@@ -14,8 +14,8 @@ import numpy as np
 
 from ..data.block import RankingData
 from ..kernels.base import KernelResult, ScoreKernel
-from ..numerics.exact_sum import csr_tdot_dd, dd_add, dd_round
-from ..numerics.linalg import csr_dot
+from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd
+from ..numerics.linalg import matvec
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
 
@@ -50,7 +50,9 @@ class LocalEngine(Engine):
         )
         self.threads = check_threads(threads)
         self._runner = ThreadRunner(self.threads)
-        row_cuts = balanced_cuts(data.X.indptr, self.threads)
+        X = data.X
+        # rows cut into chunks of about equal non-zeros (dense rows: equal rows)
+        row_cuts = balanced_cuts(np.arange(X.shape[0] + 1) if isinstance(X, np.ndarray) else X.indptr, self.threads)
         self._row_chunks = list(zip(row_cuts[:-1].tolist(), row_cuts[1:].tolist()))
         group_cuts = balanced_cuts(g.offsets, self.threads)
         self._group_chunks = [g.slice(a, b) for a, b in zip(group_cuts[:-1], group_cuts[1:])]
@@ -78,6 +80,8 @@ class LocalEngine(Engine):
 
     def feature_statistics(self) -> FeatureStatistics:
         X = self.data.X
+        if isinstance(X, np.ndarray):
+            return FeatureStatistics.from_dense(X)
         return FeatureStatistics.from_csr(X.indptr, X.indices, X.data, X.shape[0], X.shape[1])
 
     def close(self) -> None:
@@ -88,7 +92,7 @@ class LocalEngine(Engine):
         self.passes += 1
         X = self.data.X
         v = np.ascontiguousarray(vector, dtype=np.float64)
-        scores = np.concatenate(self._runner.map(lambda rows: csr_dot(X, v, rows), self._row_chunks))
+        scores = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
         whole = kernel.spans_groups
         chunks, spans = ([self.data.groups], [(0, self.data.n_rows)]) if whole else (self._group_chunks,
                                                                                     self._group_rows)
@@ -100,7 +104,7 @@ class LocalEngine(Engine):
         chunk, merged in chunk order and rounded once, as the Spark engine does over blocks."""
         X = self.data.X
         coef = np.concatenate([r.coef for r in results])
-        parts = self._runner.map(lambda rows: csr_tdot_dd(X, coef, power, rows), self._row_chunks)
+        parts = self._runner.map(lambda rows: rmatvec_dd(X, coef, power, rows), self._row_chunks)
         return dd_round(reduce(dd_add, parts))
 
     @staticmethod

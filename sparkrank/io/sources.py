@@ -182,7 +182,8 @@ class Source:
         parts, layout = [], None
         for entry in self.files:
             path = self._local_path(entry.path)
-            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout)
+            # dense rows when they are smaller than CSR (LETOR text), so memory stays low
+            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout="auto")
             if path.lower().endswith(".bz2"):
                 part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=path, **read)
             else:
@@ -196,7 +197,7 @@ class Source:
             qid = None
         if self.where:
             X, labels, qid = _filter_arrays(X, labels, qid, self.where, f"{self.name}: ")
-        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
 
 
 def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | None:
@@ -303,8 +304,11 @@ def _stack_svmlight(parts):
     # or all absent and of one kind; files without data lines add nothing.
     rows = [p for p in parts if p.labels.shape[0]] or parts[:1]
     width = max(p.X.shape[1] for p in parts)
-    X = sp.vstack([sp.csr_matrix((p.X.data, p.X.indices, p.X.indptr), shape=(p.X.shape[0], width))
-                   for p in rows], format="csr")
+    if all(isinstance(p.X, np.ndarray) for p in rows):
+        X = np.concatenate([np.pad(p.X, ((0, 0), (0, width - p.X.shape[1]))) for p in rows])
+    else:
+        X = sp.vstack([sp.csr_matrix(p.X, shape=(p.X.shape[0], width)) if sp.issparse(p.X) else
+                       sp.csr_matrix(np.pad(p.X, ((0, 0), (0, width - p.X.shape[1])))) for p in rows], format="csr")
     labels = np.concatenate([p.labels for p in rows])
     qid = None if rows[0].qid is None else np.concatenate([p.qid for p in rows])
     return X, labels, qid

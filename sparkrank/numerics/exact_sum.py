@@ -22,6 +22,16 @@ from numba import njit
 DoubleDouble = tuple[np.ndarray, np.ndarray]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _two_sum_into(hi, lo, j, p):
+    """``(hi[j], lo[j]) += p`` exactly (TwoSum's error term goes to ``lo``)."""
+    a = hi[j]
+    s = a + p
+    bb = s - a
+    lo[j] += (a - (s - bb)) + (p - bb)
+    hi[j] = s
+
+
 @njit(cache=True, nogil=True)
 def _csr_tdot_dd(indptr, indices, data, c, n, power):
     hi = np.zeros(n, dtype=np.float64)
@@ -30,14 +40,24 @@ def _csr_tdot_dd(indptr, indices, data, c, n, power):
         ci = c[i]
         if ci != 0.0:
             for k in range(indptr[i], indptr[i + 1]):
-                j = indices[k]
                 x = np.float64(data[k])
-                p = (x * x if power == 2 else x) * ci
-                a = hi[j]
-                s = a + p
-                bb = s - a
-                lo[j] += (a - (s - bb)) + (p - bb)  # TwoSum error term
-                hi[j] = s
+                _two_sum_into(hi, lo, indices[k], (x * x if power == 2 else x) * ci)
+    return hi, lo
+
+
+@njit(cache=True, nogil=True)
+def _dense_tdot_dd(values, c, power):
+    # zeros skipped as CSR leaves them out: the same terms in the same order as _csr_tdot_dd
+    m, n = values.shape
+    hi = np.zeros(n, dtype=np.float64)
+    lo = np.zeros(n, dtype=np.float64)
+    for i in range(m):
+        ci = c[i]
+        if ci != 0.0:
+            for j in range(n):
+                x = np.float64(values[i, j])
+                if x != 0.0:
+                    _two_sum_into(hi, lo, j, (x * x if power == 2 else x) * ci)
     return hi, lo
 
 
@@ -57,14 +77,27 @@ def _sum_dd(x):
 def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
     """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``.
 
-    With ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count (``c`` has all rows).
+    ``X`` is CSR: scipy, or any object with its ``indptr`` / ``indices`` / ``data``.  With
+    ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count (``c`` has all rows).
     """
+    a, b, c = _row_range(X, c, power, rows)
+    # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
+    return _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1], power)
+
+
+def rmatvec_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
+    """:func:`csr_tdot_dd` for CSR or dense (2-D ndarray) ``X``; both give the same sums."""
+    if not isinstance(X, np.ndarray):
+        return csr_tdot_dd(X, c, power, rows)
+    a, b, c = _row_range(X, c, power, rows)
+    return _dense_tdot_dd(X[a:b], c, power)
+
+
+def _row_range(X, c, power: int, rows):
     if power not in (1, 2):
         raise ValueError(f"power must be 1 or 2, got {power!r}")
     a, b = (0, X.shape[0]) if rows is None else rows
-    c = np.ascontiguousarray(c[a:b], dtype=np.float64)
-    # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
-    return _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1], power)
+    return a, b, np.ascontiguousarray(c[a:b], dtype=np.float64)
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:

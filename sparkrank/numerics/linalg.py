@@ -1,5 +1,5 @@
-"""The sparse product ``X·v`` reading float32 or float64 CSR without copies (``Xᵀ·c`` is in
-:mod:`sparkrank.numerics.exact_sum`, accumulated as double-doubles).
+"""The product ``X·v`` reading float32 or float64 CSR or dense rows without copies (``Xᵀ·c``
+is in :mod:`sparkrank.numerics.exact_sum`, accumulated as double-doubles).
 
 scipy upcasts a float32 matrix times a float64 vector by copying the matrix (SPARK-NOTES:
 432 ms vs 142 ms); these kernels read the stored dtype and accumulate in float64, so the
@@ -25,8 +25,61 @@ def _csr_dot(indptr, indices, data, v):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _dense_dot(values, v):
+    # The zeros a CSR row leaves out are skipped here too, so a dense row's score is the
+    # CSR row's bit for bit (same products, same order): the layout never changes a model.
+    m, n = values.shape
+    out = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        acc = 0.0
+        for j in range(n):
+            x = values[i, j]
+            if x != 0:
+                acc += x * v[j]
+        out[i] = acc
+    return out
+
+
 def csr_dot(X: sp.csr_matrix, v: np.ndarray, rows: tuple[int, int] | None = None) -> np.ndarray:
     """``X v`` in float64; with ``rows = (a, b)`` only rows ``a:b`` (no copy of ``X``)."""
     a, b = (0, X.shape[0]) if rows is None else rows
     # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
     return _csr_dot(X.indptr[a: b + 1], X.indices, X.data, np.ascontiguousarray(v, dtype=np.float64))
+
+
+def matvec(X, v: np.ndarray, rows: tuple[int, int] | None = None) -> np.ndarray:
+    """``X v`` in float64 for CSR or dense (2-D ndarray) ``X``; ``rows = (a, b)``: rows ``a:b`` only."""
+    if sp.issparse(X):
+        return csr_dot(X, v, rows)
+    a, b = (0, X.shape[0]) if rows is None else rows
+    return _dense_dot(X[a:b], np.ascontiguousarray(v, dtype=np.float64))
+
+
+@njit(cache=True, nogil=True)
+def dense_column_sums(values, mean):
+    """Per column of dense rows, over the non-zero entries only (as CSR stores them):
+    ``(Σx, count, min, max)``, or with ``mean`` given ``Σ(x - mean)²`` in the first slot.
+
+    Row by row, as ``np.bincount`` adds a CSR's entries, so the dense and CSR statistics of
+    the same rows are equal bit for bit.
+    """
+    m, n = values.shape
+    total = np.zeros(n)
+    count = np.zeros(n, dtype=np.int64)
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    centred = mean.shape[0] == n
+    for i in range(m):
+        for j in range(n):
+            x = np.float64(values[i, j])
+            if x != 0.0:
+                if centred:
+                    d = x - mean[j]
+                    total[j] += d * d
+                else:
+                    total[j] += x
+                count[j] += 1
+                lo[j] = min(lo[j], x)
+                hi[j] = max(hi[j], x)
+    return total, count, lo, hi

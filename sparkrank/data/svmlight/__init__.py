@@ -46,6 +46,7 @@ from typing import Callable, Iterator, Union
 import numpy as np
 import scipy.sparse as sp
 
+from ...choices import FEATURE_LAYOUTS, check_choice
 from ..block import DataError, RankingData, max_features_limit, max_features_message
 from . import scanner as S
 from .parse_decimal import INF, NAN
@@ -87,10 +88,11 @@ class SVMLightFile:
 
     Attributes
     ----------
-    X : scipy.sparse.csr_matrix (m, n)
+    X : scipy.sparse.csr_matrix or ndarray (m, n)
         Feature rows, of the requested dtype; ``n`` is ``n_features`` when given, else the
-        largest index in the file (plus one for 0-based files).  Explicit zeros in the file
-        are not stored.
+        largest index in the file (plus one for 0-based files).  CSR (explicit zeros in the
+        file are not stored) unless the reader was asked for dense rows (``layout``): then a
+        C-contiguous 2-D array.
     labels : float64 ndarray (m,)
         The label of every row.
     qid : ndarray (m,) or None
@@ -102,7 +104,7 @@ class SVMLightFile:
         The qid rule the rows followed (``None`` for text without data lines).
     """
 
-    X: sp.csr_matrix
+    X: "sp.csr_matrix | np.ndarray"
     labels: np.ndarray
     qid: np.ndarray | None
     n_bytes: int
@@ -341,6 +343,7 @@ def read_svmlight(
     max_features: int | None = None,
     threads: int = 1,
     qid_layout: QidLayout | None = None,
+    layout: str = "sparse",
 ) -> SVMLightFile:
     """Read an SVMlight / LETOR file (plain or gzip-compressed).
 
@@ -368,6 +371,11 @@ def read_svmlight(
     qid_layout : QidLayout, optional
         The qid rule the lines must follow (default: that of the file's first data line);
         an input of several files passes the first file's, as the Spark reader does.
+    layout : {"sparse", "auto", "dense"}
+        ``X`` as CSR (default); ``"auto"``: dense rows when they take no more memory than
+        CSR would (judged on the file's first MB: LETOR files, which list nearly every
+        feature on every line, then need no index array); ``"dense"``: always dense rows.
+        The numbers are the same either way.
 
     Returns
     -------
@@ -386,19 +394,20 @@ def read_svmlight(
     name = os.fspath(path)
     with _file_bytes(path) as raw:
         return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads,
-                           qid_layout=qid_layout)
+                           qid_layout=qid_layout, layout=layout)
 
 
 def parse_svmlight_bytes(raw: bytes, *, name: str = "<bytes>", n_features: int | None = None,
                          dtype: type = np.float64, zero_based: bool = False,
                          max_features: int | None = None, first_line: int = 0,
-                         qid_layout: QidLayout | None = None, threads: int = 1) -> SVMLightFile:
+                         qid_layout: QidLayout | None = None, threads: int = 1,
+                         layout: str = "sparse") -> SVMLightFile:
     """:func:`read_svmlight` on SVMlight text already in memory (e.g. a piece of a file on
     a Spark executor); ``name`` is used in error messages, lines are numbered from
     ``first_line + 1``, and ``qid_layout`` (default: that of the first data line of
     ``raw``) is the qid rule the rows must follow."""
     return _parse_text(raw, name, n_features, np.dtype(dtype).type, zero_based, max_features=max_features,
-                       first_line=first_line, qid_layout=qid_layout, threads=threads)
+                       first_line=first_line, qid_layout=qid_layout, threads=threads, layout=layout)
 
 
 @dataclass
@@ -416,25 +425,86 @@ class _Rows:
     row_line: np.ndarray
 
     @classmethod
-    def allocate(cls, max_rows: int, max_nnz: int, dtype) -> "_Rows":
-        # np.empty: pages are only resident once written, so loose bounds cost no memory
-        return cls(np.empty(max_rows, np.float64), np.empty(max_rows + 1, np.int64), np.empty(max_nnz, np.int32),
-                   np.empty(max_nnz, dtype), *(np.empty(max_rows, np.int64) for _ in range(3)),
-                   np.empty(max_rows, np.int8), np.empty(max_rows, np.int64))
+    def allocate(cls, max_rows: int, max_nnz: int, dtype, width: int = -1) -> "_Rows":
+        """CSR arrays for ``max_nnz`` non-zeros, or (``width >= 0``) zeroed dense rows and no indices."""
+        # np.empty / np.zeros (calloc): pages are only resident once written, so loose bounds cost no memory
+        if width >= 0:
+            indices, values = np.empty(1, np.int32), np.zeros(max_rows * width, dtype)
+        else:
+            indices, values = np.empty(max_nnz, np.int32), np.empty(max_nnz, dtype)
+        return cls(np.empty(max_rows, np.float64), np.empty(max_rows + 1, np.int64), indices, values,
+                   *(np.empty(max_rows, np.int64) for _ in range(3)), np.empty(max_rows, np.int8),
+                   np.empty(max_rows, np.int64))
 
     def arrays(self) -> tuple:
         return (self.labels, self.indptr, self.indices, self.values, self.qid_int, self.qid_start, self.qid_end,
                 self.qid_kind, self.row_line)
 
 
+#: Bytes at the start of a file parsed once to choose the layout (``layout="auto"``).
+PROBE_BYTES = 1 << 20
+
+
+def _probe_width(buf, raw, zero_based: bool, n_features: int | None, max_features: int, dtype,
+                 layout: str) -> int:
+    """The dense row width to parse into, or -1 for CSR.
+
+    ``"auto"`` parses the first :data:`PROBE_BYTES` (whole lines) as CSR and goes dense when
+    dense rows of the width seen there take no more memory than its non-zeros with their
+    int32 indices would (for LETOR files, which list nearly every feature on every line,
+    that saves the index array: a third of the CSR in float64, half in float32).  A column
+    wider than the probe saw later in the file makes the reader start again as CSR.
+    """
+    if layout == "sparse":
+        return -1
+    hi = raw.find(b"\n", min(len(raw), PROBE_BYTES) - 1) + 1 or len(raw)
+    ends, colons = S.count_line_ends(buf, 0, hi)
+    probe = _Rows.allocate(int(ends) + 1, int(colons), dtype)
+    state = np.array([0, 0, 0, -1, 0], dtype=np.int64)
+    err = np.zeros(6, np.int64)
+    S.scan(buf, 0, hi, zero_based, -1 if n_features is None else int(n_features), max_features, -1, state,
+           *probe.arrays()[:9], np.empty(256, np.int64), err)
+    rows, nnz = int(state[1]), int(state[2])
+    width = int(n_features) if n_features is not None else int(state[3]) + 1
+    if err[0] != S.E_NONE or rows == 0 or width <= 0:
+        return -1  # bad or empty text: the CSR pass reports it
+    if layout == "dense":
+        return width
+    itemsize = np.dtype(dtype).itemsize
+    return width if width * itemsize * rows <= nnz * (itemsize + 4) else -1
+
+
 def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based: bool, *,
                 max_features: int | None = None, first_line: int = 0,
-                qid_layout: QidLayout | None = None, threads: int = 1) -> SVMLightFile:
+                qid_layout: QidLayout | None = None, threads: int = 1, layout: str = "sparse") -> SVMLightFile:
     """:func:`read_svmlight` on the file's bytes (``bytes`` or a memory map)."""
     if int(threads) != threads or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    check_choice(layout, FEATURE_LAYOUTS, "layout")
     max_features = max_features_limit(max_features)
     buf = np.frombuffer(raw, dtype=np.uint8)
+    width = _probe_width(buf, raw, bool(zero_based), n_features, int(max_features), dtype, layout)
+    try:
+        return _scan_text(raw, buf, name, n_features, dtype, zero_based, width, max_features=max_features,
+                          first_line=first_line, qid_layout=qid_layout, threads=threads)
+    except _WiderThanProbe:
+        # a later line is wider than the probe saw: parse again as CSR (rare for LETOR text)
+        f = _scan_text(raw, buf, name, n_features, dtype, zero_based, -1, max_features=max_features,
+                       first_line=first_line, qid_layout=qid_layout, threads=threads)
+        if layout == "dense":
+            f.X = f.X.toarray()
+        return f
+    finally:
+        del buf  # release the view of the memory map before it is closed
+
+
+class _WiderThanProbe(Exception):
+    """The dense pass met a column beyond the width it chose up front."""
+
+
+def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_based: bool, width: int, *,
+               max_features: int, first_line: int, qid_layout: QidLayout | None, threads: int) -> SVMLightFile:
+    """Both numba passes over the pieces, into CSR arrays (``width`` -1) or dense rows."""
     pieces = _chunks(raw, int(threads))
     release = _page_release(raw)
 
@@ -449,13 +519,15 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
         line0 = first_line + np.concatenate(([0], np.cumsum(bounds[:, 0])[:-1]))
         row0 = np.concatenate(([0], np.cumsum(bounds[:, 0] + 1)))
         nnz0 = np.concatenate(([0], np.cumsum(bounds[:, 1])))
-        out = _Rows.allocate(int(row0[-1]), int(nnz0[-1]), dtype)
+        if width >= 0:
+            nnz0 = row0 * width  # a piece's dense stretch starts at its first row
+        out = _Rows.allocate(int(row0[-1]), int(nnz0[-1]), dtype, width)
         n_limit = -1 if n_features is None else int(n_features)
 
         def scan(k: int, lo: int, hi: int):
             state = np.array([line0[k], row0[k], nnz0[k], -1, 0], dtype=np.int64)  # line, row, nnz, max_col, n_slow
             err = np.zeros(6, np.int64)
-            slow = S.scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), state, out.labels,
+            slow = S.scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), width, state, out.labels,
                           out.indptr, out.indices, out.values, out.qid_int, out.qid_start, out.qid_end,
                           out.qid_kind, out.row_line, np.empty(256, np.int64), err)
             release(lo, hi)
@@ -463,6 +535,8 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
 
         scanned = run(scan, [(k, lo, hi) for k, (lo, hi) in enumerate(pieces)])
     for _, _, err in scanned:  # the first bad piece holds the file's first bad line
+        if err[0] == S.E_WIDER:
+            raise _WiderThanProbe()
         if err[0] != S.E_NONE:
             _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
 
@@ -470,9 +544,10 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     m, nnz, max_col = 0, 0, -1
     slow_parts = []
     for k, (state, slow, _) in enumerate(scanned):
-        rows, k_nnz = int(state[1] - row0[k]), int(state[2] - nnz0[k])
+        rows = int(state[1] - row0[k])
+        k_nnz = rows * width if width >= 0 else int(state[2] - nnz0[k])  # values slots
         if m != row0[k] or nnz != nnz0[k]:
-            S.move_rows(m, int(row0[k]), rows, nnz, int(nnz0[k]), k_nnz, *out.arrays())
+            S.move_rows(width, m, int(row0[k]), rows, nnz, int(nnz0[k]), k_nnz, *out.arrays())
         if slow.shape[0]:
             slow = slow.copy()
             is_label = slow[:, 0] < 0
@@ -483,8 +558,8 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     labels, values, indices = out.labels, out.values, out.indices
     # Shrink in place (realloc; no views exist yet): no copy, the unused tails are freed.
     labels.resize(m, refcheck=False)
-    values.resize(nnz, refcheck=False)
-    indices.resize(nnz, refcheck=False)
+    values.resize(nnz, refcheck=False)  # for dense rows nnz is m * width
+    indices.resize(nnz if width < 0 else 1, refcheck=False)
 
     # Tokens the numba pass left to Python (more than 18 significant digits, or an
     # Eisel-Lemire ambiguity): syntax was already validated, so float() cannot fail.
@@ -501,7 +576,8 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
             if tgt[k] < 0:
                 msg = f"label on line {line} is {word}"
             else:
-                msg = f"feature {int(indices[tgt[k]]) + (0 if zero_based else 1)} on line {line} is {word}"
+                col = int(tgt[k] % width if width >= 0 else indices[tgt[k]])
+                msg = f"feature {col + (0 if zero_based else 1)} on line {line} is {word}"
             raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
         is_label = tgt < 0
         labels[-tgt[is_label] - 1] = slow_vals[is_label]
@@ -514,6 +590,10 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
         qid = _qids_by_layout(raw, name, qid_layout, out.qid_kind[:m], out.qid_int[:m], out.qid_start[:m],
                               out.qid_end[:m], out.row_line[:m])
 
+    if width >= 0:  # every column is below width, and (n_features unset) the probe saw width - 1
+        del out
+        return SVMLightFile(X=values.reshape(m, width), labels=labels, qid=qid, n_bytes=len(raw),
+                            qid_layout=qid_layout)
     indptr = out.indptr[: m + 1]
     if nnz < 2**31 - 1:
         indptr = indptr.astype(np.int32)
@@ -525,7 +605,6 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     if n_slow and np.any(values == 0):
         X.eliminate_zeros()  # a slow token that was zero (e.g. 0e-400); rare
     X.has_sorted_indices = True  # strictly increasing per row, checked by the scanner
-    del buf  # release the view of the memory map before it is closed
     return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
 
 
@@ -545,6 +624,7 @@ def load_svmlight(
     zero_based: bool = False,
     max_features: int | None = None,
     threads: int = 1,
+    layout: str = "sparse",
 ) -> RankingData:
     """Read an SVMlight / LETOR file into a :class:`~sparkrank.data.block.RankingData`.
 
@@ -553,7 +633,7 @@ def load_svmlight(
     """
     dtype = np.dtype(dtype).type
     f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based, max_features=max_features,
-                      threads=threads)
+                      threads=threads, layout=layout)
     return RankingData.from_arrays(f.X, f.labels, f.qid, dtype=dtype, n_features=n_features)
 
 

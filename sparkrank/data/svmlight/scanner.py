@@ -33,6 +33,7 @@ E_QID_POS = 10
 E_NFEAT = 11  # aux1 = index
 E_INDEX_BIG = 12
 E_MAX_FEATURES = 13  # aux1 = index
+E_WIDER = 14  # dense layout only: a column at or beyond the width chosen up front (not a data error)
 
 
 @njit(cache=True, nogil=True)
@@ -53,19 +54,25 @@ def count_line_ends(buf, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def move_rows(dst_row, src_row, n_rows, dst_nnz, src_nnz, n_nnz, labels, indptr, indices, values, qid_int,
+def move_rows(width, dst_row, src_row, n_rows, dst_nnz, src_nnz, n_nnz, labels, indptr, indices, values, qid_int,
               qid_start, qid_end, qid_kind, row_line):
     """Move ``n_rows`` parsed rows (and their ``n_nnz`` non-zeros) down from ``src_row`` /
     ``src_nnz`` to ``dst_row`` / ``dst_nnz`` of the same arrays, in place.
 
     The pieces of a file are scanned into stretches sized by their pass-1 bounds; moving
     them down in file order (``dst <= src``, so a forward copy never overwrites what is still
-    to be read) leaves every array contiguous, with no second copy of the data.
+    to be read) leaves every array contiguous, with no second copy of the data.  With
+    ``width >= 0`` the values are dense rows of that width (``values[row * width + col]``,
+    no ``indices``), moved whole.
     """
     shift = dst_nnz - src_nnz
-    for k in range(n_nnz):
-        indices[dst_nnz + k] = indices[src_nnz + k]
-        values[dst_nnz + k] = values[src_nnz + k]
+    if width >= 0:
+        for k in range(n_rows * width):
+            values[dst_row * width + k] = values[src_row * width + k]
+    else:
+        for k in range(n_nnz):
+            indices[dst_nnz + k] = indices[src_nnz + k]
+            values[dst_nnz + k] = values[src_nnz + k]
     for r in range(n_rows):
         labels[dst_row + r] = labels[src_row + r]
         qid_int[dst_row + r] = qid_int[src_row + r]
@@ -137,7 +144,7 @@ def _parse_qid(buf, s, te):
 
 
 @njit(cache=True, nogil=True)
-def scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels, indptr, indices, values,
+def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, labels, indptr, indices, values,
           qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
     """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
 
@@ -146,7 +153,10 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels,
     carries the counters from one chunk to the next (lines are numbered from ``line + 1``;
     the text may be a piece of a file).  ``n_features_limit`` and ``max_features`` (-1:
     none) bound the column indices: the first is the caller's fixed width, the second the
-    guard against a huge dimension.  Returns ``slow`` (grown if needed).
+    guard against a huge dimension.  ``width`` -1 fills CSR ``indices`` / ``values``; ``width
+    >= 0`` fills dense rows, ``values[row * width + col]`` (``values`` zeroed beforehand, no
+    ``indices``), and stops with :data:`E_WIDER` at a column beyond it.  Returns ``slow``
+    (grown if needed).
 
     ``err`` = [code, line, token start, token end, aux1, aux2]; ``slow`` holds 4 entries
     per token, (target, start, end, line), with target >= 0 an index into ``values`` and
@@ -240,6 +250,8 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels,
                 code = E_NFEAT
             elif max_features >= 0 and col >= max_features:
                 code = E_MAX_FEATURES
+            elif width >= 0 and col >= width:
+                code = E_WIDER
             if code != E_NONE:
                 _set_err(err, code, line, tok, token_end(buf, tok), idx, prev + base)
                 break
@@ -263,15 +275,15 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, state, labels,
             in_row = True
             prev = -1
         else:
-            if kind == SLOW:
-                slow = _push_slow(slow, n_slow, nnz, p, e, line)
-                n_slow += 1
-                indices[nnz] = col
-                values[nnz] = 0.0
-                nnz += 1
-            elif v != 0.0:  # explicit zeros are not stored
-                indices[nnz] = col
-                values[nnz] = v
+            if kind == SLOW or v != 0.0:  # explicit zeros are not stored
+                pos = nnz if width < 0 else row * width + col  # CSR slot or dense cell
+                if kind == SLOW:  # Python's float() fills it in later
+                    slow = _push_slow(slow, n_slow, pos, p, e, line)
+                    n_slow += 1
+                    v = 0.0
+                values[pos] = v
+                if width < 0:
+                    indices[nnz] = col
                 nnz += 1
             if col > max_col:
                 max_col = col

@@ -1,0 +1,193 @@
+"""Dense feature rows (``layout="dense"`` / ``"auto"``): the reader fills them straight from the
+text, and every kernel, engine, solver and prediction gives the CSR layout's numbers bit for
+bit, so the layout is a memory choice only (issue 12: LETOR text needs no index array)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sparkrank.data.svmlight as svm
+from sparkrank.cli import main
+from sparkrank.data.block import DataError, RankingData
+from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
+from sparkrank.engines.base import FeatureStatistics
+from sparkrank.engines.local import LocalEngine
+from sparkrank.numerics.exact_sum import csr_tdot_dd, rmatvec_dd
+from sparkrank.numerics.linalg import csr_dot, matvec
+from sparkrank.training import train
+
+from test_svmlight_threads import bits, letor_lines, line_of, write
+
+
+def dense_of(f) -> np.ndarray:
+    return f.X.toarray() if sp.issparse(f.X) else f.X
+
+
+def same_file(a, b) -> None:
+    """Two reads of one file hold the same rows, whatever their layouts."""
+    assert a.X.shape == b.X.shape and a.X.dtype == b.X.dtype
+    assert np.array_equal(bits(dense_of(a)), bits(dense_of(b)))
+    assert np.array_equal(bits(a.labels), bits(b.labels))
+    assert (a.qid is None and b.qid is None) or np.array_equal(a.qid, b.qid)
+    assert a.qid_layout == b.qid_layout and a.n_bytes == b.n_bytes
+
+
+def random_matrix(rng, m: int, n: int, density: float, dtype) -> np.ndarray:
+    """Rows with ties, zeros, negative and tiny values."""
+    x = rng.choice([0.0, 1.0, -2.5, 0.1, 3e-300, 7.25], size=(m, n)) * rng.integers(1, 3, size=(m, n))
+    x[rng.random((m, n)) > density] = 0.0
+    return x.astype(dtype)
+
+
+# ----------------------------------------------------------------------------- reader
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_rows_hold_the_csr_rows_across_pieces(tmp_path, monkeypatch, threads, dtype):
+    # comments, blank lines, CR line ends, explicit zeros, slow (> 18 digit) values and labels,
+    # an underflow to zero, spread over many small pieces
+    monkeypatch.setattr(svm, "CHUNK_BYTES", 120)
+    path = write(tmp_path, letor_lines(80))
+    sparse = read_svmlight(path, dtype=dtype, threads=threads)
+    dense = read_svmlight(path, dtype=dtype, threads=threads, layout="dense")
+    assert isinstance(dense.X, np.ndarray) and dense.X.flags.c_contiguous
+    same_file(sparse, dense)
+
+
+def test_auto_chooses_dense_for_letor_text_and_csr_for_sparse_text(tmp_path):
+    rng = np.random.default_rng(0)
+    full = [f"{i % 3} qid:{i // 4} " + " ".join(f"{j}:{rng.random():.4f}" for j in range(1, 31)) for i in range(60)]
+    few = [f"{i % 3} qid:{i // 4} {1 + i % 200}:1.5 {300 + i}:2" for i in range(60)]
+    assert isinstance(read_svmlight(write(tmp_path, full, "full.txt"), layout="auto").X, np.ndarray)
+    assert sp.issparse(read_svmlight(write(tmp_path, few, "few.txt"), layout="auto").X)
+    assert sp.issparse(read_svmlight(write(tmp_path, full, "full.txt")).X)  # the default stays CSR
+
+
+@pytest.mark.parametrize("layout", ["auto", "dense"])
+def test_a_line_wider_than_the_probe_reads_again_as_csr(tmp_path, monkeypatch, layout):
+    monkeypatch.setattr(svm, "PROBE_BYTES", 64)  # the probe sees only the first lines
+    lines = [f"1 qid:{i // 3} 1:0.5 2:0.25 3:{i}" for i in range(40)]
+    lines[30] += " 9:4"
+    f = read_svmlight(write(tmp_path, lines), layout=layout)
+    assert f.X.shape == (40, 9) and sp.issparse(f.X) == (layout == "auto")
+    same_file(f, read_svmlight(write(tmp_path, lines)))
+
+
+@pytest.mark.parametrize("n_features, zero_based", [(12, False), (None, True)])
+def test_fixed_width_and_zero_based_dense_rows(tmp_path, n_features, zero_based):
+    lines = [f"{i % 2} qid:{i // 4} 1:{i} 2:0.5 5:-1" for i in range(30)]
+    read = dict(n_features=n_features, zero_based=zero_based)
+    same_file(read_svmlight(write(tmp_path, lines), **read), read_svmlight(write(tmp_path, lines), layout="dense", **read))
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ("1 qid:9 1:0.5 2:abc", "malformed value 'abc' of feature 2 on line {line}"),
+    ("1 qid:9 1:0.5 2:1" + "0" * 400, "feature 2 on line {line} is inf"),  # a slow token
+    ("1 qid:9 2:1 1:0.5", "not strictly increasing: 1 after 2"),
+])
+def test_dense_errors_are_the_csr_errors(tmp_path, monkeypatch, bad, expected):
+    monkeypatch.setattr(svm, "CHUNK_BYTES", 120)
+    lines = [f"1 qid:{i // 3} 1:0.5 2:0.25 3:{i}" for i in range(60)]
+    lines[50] = bad
+    path = write(tmp_path, lines)
+    messages = []
+    for layout in ("sparse", "dense"):
+        with pytest.raises(SVMLightFormatError) as e:
+            read_svmlight(path, layout=layout, threads=2)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and expected.format(line=51) in messages[0] and str(path) in messages[0]
+
+
+def test_an_unknown_layout_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="layout 'columns'; choose one of auto, sparse, dense"):
+        read_svmlight(write(tmp_path, letor_lines(60)), layout="columns")
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(0, 30), n=st.integers(1, 12), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16),
+       f32=st.booleans())
+def test_dense_products_and_statistics_equal_csr_bit_for_bit(m, n, density, seed, f32):
+    rng = np.random.default_rng(seed)
+    dense = random_matrix(rng, m, n, density, np.float32 if f32 else np.float64)
+    csr = sp.csr_matrix(dense)
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    c = rng.normal(size=m)
+    c[rng.random(m) < 0.3] = 0.0
+    rows = (m // 3, m - m // 4)
+    assert np.array_equal(bits(matvec(dense, v)), bits(csr_dot(csr, v)))
+    assert np.array_equal(bits(matvec(dense, v, rows)), bits(csr_dot(csr, v, rows)))
+    for power in (1, 2):
+        for r in (None, rows):
+            a, b = rmatvec_dd(dense, c, power, r), csr_tdot_dd(csr, c, power, r)
+            assert np.array_equal(bits(a[0]), bits(b[0])) and np.array_equal(bits(a[1]), bits(b[1]))
+    fd, fc = FeatureStatistics.from_dense(dense), FeatureStatistics.from_csr(csr.indptr, csr.indices, csr.data, m, n)
+    assert fd.count == fc.count
+    for name in ("mean", "m2", "min", "max"):
+        assert np.array_equal(bits(getattr(fd, name)), bits(getattr(fc, name))), name
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def ranking(seed: int = 5, m: int = 400, n: int = 9):
+    """Many groups (some tiny or of one level), real-valued labels with ties, ~60% dense rows."""
+    rng = np.random.default_rng(seed)
+    X = random_matrix(rng, m, n, 0.6, np.float64)
+    qid = np.sort(rng.integers(0, 45, size=m))
+    y = np.round(X[:, 0] * 0.3 + rng.normal(size=m), 1)
+    y[qid == qid[0]] = 1.0  # one group with a single level
+    return X, y, qid
+
+
+@pytest.mark.parametrize("solver", ["tron", "bmrm", "ncg", "toppush"])
+@pytest.mark.parametrize("standardization", ["none", "standard"])
+def test_every_solver_trains_the_same_model_on_dense_rows(solver, standardization):
+    X, y, qid = ranking()
+    models = []
+    for layout, threads in (("sparse", 1), ("dense", 1), ("dense", 2)):
+        data = RankingData.from_arrays(X, y, qid, layout=layout)
+        assert isinstance(data.X, np.ndarray) == (layout == "dense")
+        with LocalEngine(data, threads=threads) as engine:
+            models.append(train(engine, solver=solver, C=0.5, max_iter=40, standardization=standardization))
+    for m in models[1:]:
+        assert np.array_equal(bits(m.raw_weights), bits(models[0].raw_weights))
+        assert np.array_equal(bits(m.weights), bits(models[0].weights))
+    dense = RankingData.from_arrays(X, y, qid, layout="dense")
+    assert np.array_equal(bits(models[0].predict(dense)), bits(models[0].predict(sp.csr_matrix(X))))
+    assert np.array_equal(bits(models[0].predict(X)), bits(models[0].predict(sp.csr_matrix(X))))
+
+
+def test_dense_rows_group_pad_and_reject_non_finite_values():
+    X, y, qid = ranking(m=40, n=4)
+    shuffled = np.random.default_rng(1).permutation(40)
+    a = RankingData.from_arrays(X[shuffled], y[shuffled], qid[shuffled], layout="dense", n_features=6)
+    b = RankingData.from_arrays(X[shuffled], y[shuffled], qid[shuffled], n_features=6)
+    assert a.X.shape == (40, 6) and np.array_equal(a.X, b.X.toarray()) and np.array_equal(a.row_order, b.row_order)
+    assert np.array_equal(a.with_features(8).X, b.with_features(8).X.toarray())
+    X[7, 2] = np.inf
+    with pytest.raises(DataError, match=r"feature column 2 of row 7 is inf"):
+        RankingData.from_arrays(X, y, None, layout="dense")
+
+
+def test_the_cli_trains_letor_text_as_dense_rows_and_writes_the_csr_model(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    lines = [f"{int(rng.integers(0, 3))} qid:{i // 7} " + " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 13))
+             for i in range(140)]
+    path = write(tmp_path, lines)
+    model = tmp_path / "m.json"
+    assert main(["train", "--input", str(path), "--model", str(model), "--engine", "local", "-q"]) == 0
+    f = read_svmlight(path)
+    expected = train(RankingData.from_arrays(f.X, f.labels, f.qid))
+    assert json.loads(model.read_text())["weights"] == [float(w) for w in expected.raw_weights]
+    assert sp.issparse(f.X) and isinstance(read_svmlight(path, layout="auto").X, np.ndarray)
