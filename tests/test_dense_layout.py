@@ -106,6 +106,20 @@ def test_dense_errors_are_the_csr_errors(tmp_path, monkeypatch, bad, expected):
     assert messages[0] == messages[1] and expected.format(line=51) in messages[0] and str(path) in messages[0]
 
 
+@pytest.mark.parametrize("layout", ["sparse", "dense"])
+def test_pieces_with_more_slow_tokens_than_the_first_scan_records(tmp_path, layout):
+    # > 18 significant digits: Python's float() converts them after the numba pass, which
+    # records a fixed number per piece and scans a piece again when it holds more
+    rng = np.random.default_rng(4)
+    text = [f"{v:.25f}" for v in rng.random(900)]
+    lines = [f"{text[i]} qid:{i // 6} 1:{text[(i + 1) % 900]} 2:{text[(i + 2) % 900]} 3:1" for i in range(900)]
+    f = read_svmlight(write(tmp_path, lines), layout=layout, threads=2)
+    assert np.array_equal(f.labels, [float(t) for t in text])
+    X = dense_of(f)
+    assert np.array_equal(X[:, 0], [float(text[(i + 1) % 900]) for i in range(900)])
+    assert np.array_equal(X[:, 1], [float(text[(i + 2) % 900]) for i in range(900)]) and np.all(X[:, 2] == 1)
+
+
 def test_an_unknown_layout_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="layout 'columns'; choose one of auto, sparse, dense"):
         read_svmlight(write(tmp_path, letor_lines(60)), layout="columns")

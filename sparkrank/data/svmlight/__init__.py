@@ -463,7 +463,7 @@ def _probe_width(buf, raw, zero_based: bool, n_features: int | None, max_feature
     state = np.array([0, 0, 0, -1, 0], dtype=np.int64)
     err = np.zeros(6, np.int64)
     S.scan(buf, 0, hi, zero_based, -1 if n_features is None else int(n_features), max_features, -1, state,
-           *probe.arrays()[:9], np.empty(256, np.int64), err)
+           *probe.arrays(), np.empty(0, np.int64), err)
     rows, nnz = int(state[1]), int(state[2])
     width = int(n_features) if n_features is not None else int(state[3]) + 1
     if err[0] != S.E_NONE or rows == 0 or width <= 0:
@@ -517,19 +517,26 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
         bounds = np.array(run(count, pieces), dtype=np.int64).reshape(-1, 2)
         # piece k: its first line, and the first row and non-zero of its stretch
         line0 = first_line + np.concatenate(([0], np.cumsum(bounds[:, 0])[:-1]))
-        row0 = np.concatenate(([0], np.cumsum(bounds[:, 0] + 1)))
-        nnz0 = np.concatenate(([0], np.cumsum(bounds[:, 1])))
         if width >= 0:
-            nnz0 = row0 * width  # a piece's dense stretch starts at its first row
+            # A piece holds at most one row per line end (only the last can end without one),
+            # so stretches of exactly that many dense rows are usually filled with no gap
+            # left to close: no row is moved unless a piece has blank or comment lines.
+            row0 = np.concatenate(([0], np.cumsum(bounds[:, 0])))
+            row0[-1] += 1
+            nnz0 = row0 * width
+        else:  # CSR stretches: one more indptr entry per piece
+            row0 = np.concatenate(([0], np.cumsum(bounds[:, 0] + 1)))
+            nnz0 = np.concatenate(([0], np.cumsum(bounds[:, 1])))
         out = _Rows.allocate(int(row0[-1]), int(nnz0[-1]), dtype, width)
         n_limit = -1 if n_features is None else int(n_features)
 
-        def scan(k: int, lo: int, hi: int):
+        def scan(k: int, lo: int, hi: int, room: int = 64):
             state = np.array([line0[k], row0[k], nnz0[k], -1, 0], dtype=np.int64)  # line, row, nnz, max_col, n_slow
             err = np.zeros(6, np.int64)
-            slow = S.scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), width, state, out.labels,
-                          out.indptr, out.indices, out.values, out.qid_int, out.qid_start, out.qid_end,
-                          out.qid_kind, out.row_line, np.empty(256, np.int64), err)
+            slow = np.empty(4 * room, np.int64)
+            S.scan(buf, lo, hi, bool(zero_based), n_limit, int(max_features), width, state, *out.arrays(), slow, err)
+            if state[4] > room:  # more slow tokens than recorded: the same scan again, with room for all
+                return scan(k, lo, hi, int(state[4]))
             release(lo, hi)
             return state, slow[: 4 * int(state[4])].reshape(-1, 4), err
 
