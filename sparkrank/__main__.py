@@ -1,7 +1,5 @@
 """``python -m sparkrank`` = the ``sparkrank`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .data.block import DataError, RankingData
-from .numerics.linalg import matvec
+from .numerics.linalg import is_sparse, matvec
 from .standardization import Standardization
 
 FORMAT_VERSION = 2
@@ -110,7 +109,9 @@ class RankingModel:
         """
         if isinstance(X, RankingData):
             X = X.X
-        if sp.issparse(X):
+        if is_sparse(X):
+            import scipy.sparse as sp
+
             X = sp.csr_matrix(X)
         else:  # dense rows are scored as they are (the same numbers as their CSR)
             X = np.asarray(X)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..choices import FEATURE_LAYOUTS, check_choice
+from ..numerics.linalg import is_sparse
 from .groups import QueryGroups
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class DataError(ValueError):
@@ -137,8 +140,10 @@ class RankingData:
         check_choice(layout, FEATURE_LAYOUTS, "layout")
         dense = layout == "dense" or (layout == "auto" and isinstance(X, np.ndarray) and X.ndim == 2)
         if dense:
-            X = np.ascontiguousarray(X.toarray() if sp.issparse(X) else np.atleast_2d(X), dtype=dtype)
+            X = np.ascontiguousarray(X.toarray() if is_sparse(X) else np.atleast_2d(X), dtype=dtype)
         else:
+            import scipy.sparse as sp
+
             X = sp.csr_matrix(X, dtype=dtype) if not (sp.issparse(X) and X.format == "csr" and X.dtype == dtype) else X
             X.sum_duplicates()
         y = np.asarray(labels, dtype=np.float64).ravel()
@@ -220,6 +225,8 @@ def _with_width(X, n_features: int):
     """``X`` with zero columns appended up to ``n_features``."""
     if isinstance(X, np.ndarray):
         return np.pad(X, ((0, 0), (0, n_features - X.shape[1])))
+    import scipy.sparse as sp
+
     return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
 
 

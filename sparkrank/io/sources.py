@@ -296,8 +296,6 @@ def _spark_filter(df, text: str, where: str):
 
 def _stack_svmlight(parts):
     """One ``(X, labels, qid)`` from several parsed SVMlight files (widths padded)."""
-    import scipy.sparse as sp
-
     if len(parts) == 1:
         return parts[0].X, parts[0].labels, parts[0].qid
     # All files followed one qid rule (the first file's), so the qid arrays are all present
@@ -307,6 +305,8 @@ def _stack_svmlight(parts):
     if all(isinstance(p.X, np.ndarray) for p in rows):
         X = np.concatenate([np.pad(p.X, ((0, 0), (0, width - p.X.shape[1]))) for p in rows])
     else:
+        import scipy.sparse as sp
+
         X = sp.vstack([sp.csr_matrix(p.X, shape=(p.X.shape[0], width)) if sp.issparse(p.X) else
                        sp.csr_matrix(np.pad(p.X, ((0, 0), (0, width - p.X.shape[1])))) for p in rows], format="csr")
     labels = np.concatenate([p.labels for p in rows])

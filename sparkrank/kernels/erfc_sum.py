@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
-from scipy.special import erfcinv
 
 from ..data.block import DataError
 
@@ -117,6 +116,8 @@ def erfc_sum_parameters(epsilon: float, cluster_ratio: float = DEFAULT_CLUSTER_R
         raise ValueError(f"epsilon must be in [{MIN_EPSILON:g}, 1), got {epsilon!r}")
     if not (0.0 < cluster_ratio <= 10.0):
         raise ValueError(f"cluster_ratio must be in (0, 10], got {cluster_ratio!r}")
+    from scipy.special import erfcinv  # only RankNCG's fast gradient needs it
+
     eps = float(epsilon)
     cut = float(erfcinv(eps / 2.0))  # far clusters err by ≤ erfc(R) = ε/2 per source
     r_x = cluster_ratio * cut

@@ -41,16 +41,18 @@ import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterator, Union
+from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...choices import FEATURE_LAYOUTS, check_choice
 from ..block import DataError, RankingData, max_features_limit, max_features_message
 from . import scanner as S
 from .parse_decimal import INF, NAN
 from .writer import write_svmlight
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "SVMLightFormatError",
@@ -608,6 +610,8 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
         indices = indices.astype(np.int64)
     del out
     n_cols = int(n_features) if n_features is not None else int(max_col) + 1
+    import scipy.sparse as sp  # not needed (nor loaded) for dense rows
+
     X = sp.csr_matrix((values, indices, indptr), shape=(m, n_cols), copy=False)
     if n_slow and np.any(values == 0):
         X.eliminate_zeros()  # a slow token that was zero (e.g. 0e-400); rare

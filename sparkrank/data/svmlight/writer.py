@@ -14,7 +14,6 @@ import os
 from typing import Sequence, Union
 
 import numpy as np
-import scipy.sparse as sp
 from numba import njit
 
 from ..block import DataError
@@ -330,6 +329,8 @@ def write_svmlight(
     DataError
         Non-finite labels or values, mismatched lengths, unwritable qids or comments.
     """
+    import scipy.sparse as sp
+
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
     else:
