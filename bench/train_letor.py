@@ -12,7 +12,8 @@ LETOR-style SVMlight file (``_synthetic.synthetic_svmlight``: 300k rows x 136 de
 features, ~2,500 queries, 5 grades, ~420 MB), wall time, CPU time and peak resident memory
 (median of ``--repeat`` runs), and the same for LIBLINEAR-ranksvm's ``train -s 8 -c 1``
 (L2-loss RankSVM by TRON) when its binary is given; the ratios are sparkrank / LIBLINEAR.
-Also times ``read_svmlight`` alone on 1 and 2 threads.  Writes
+Also times ``read_svmlight`` alone on 1 and 2 threads, into CSR and into the dense rows
+``sparkrank train`` reads LETOR text into (``layout="auto"``).  Writes
 bench/results/train_letor_process.json and .md (the table).
 """
 
@@ -107,7 +108,8 @@ def process_table(medians: dict, markdown: bool = False) -> str:
 
 
 def parse_seconds(path, repeat: int) -> list[dict]:
-    """Wall and CPU seconds of ``read_svmlight`` on 1 and 2 threads (after a warm-up that compiles)."""
+    """Wall and CPU seconds of ``read_svmlight`` on 1 and 2 threads, into CSR and into dense rows
+    (``layout="auto"``, what ``sparkrank train`` uses), after a warm-up that compiles."""
     import statistics
     import time
 
@@ -115,15 +117,18 @@ def parse_seconds(path, repeat: int) -> list[dict]:
 
     read_svmlight(path, threads=1)
     rows = []
-    for threads in (1, 2):
-        wall, cpu = [], []
-        for _ in range(repeat):
-            t, c = time.perf_counter(), time.process_time()
-            f = read_svmlight(path, threads=threads)
-            wall.append(time.perf_counter() - t)
-            cpu.append(time.process_time() - c)
-            del f
-        rows.append({"threads": threads, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu)})
+    for layout in ("sparse", "auto"):
+        for threads in (1, 2):
+            wall, cpu = [], []
+            for _ in range(repeat):
+                t, c = time.perf_counter(), time.process_time()
+                f = read_svmlight(path, threads=threads, layout=layout)
+                wall.append(time.perf_counter() - t)
+                cpu.append(time.process_time() - c)
+                kind = "dense rows" if isinstance(f.X, np.ndarray) else "CSR"
+                del f
+            rows.append({"layout": f"{layout} ({kind})", "threads": threads, "wall_s": statistics.median(wall),
+                         "cpu_s": statistics.median(cpu)})
     return rows
 
 

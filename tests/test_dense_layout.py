@@ -62,6 +62,17 @@ def test_dense_rows_hold_the_csr_rows_across_pieces(tmp_path, monkeypatch, threa
     same_file(sparse, dense)
 
 
+@pytest.mark.parametrize("head, sep, tail", [("", "\n", ""), ("", "\r\n", "\r\n"), ("\n\n# c\n", "\n", "\n\n")])
+def test_dense_rows_without_a_final_newline_or_with_crlf_and_blank_lines(tmp_path, monkeypatch, head, sep, tail):
+    # dense stretches hold one row per line end (plus one for a last line without one);
+    # blank and comment lines leave gaps that are closed by moving rows down
+    monkeypatch.setattr(svm, "CHUNK_BYTES", 50)
+    path = tmp_path / "f.txt"
+    path.write_bytes((head + sep.join(f"{i % 3} qid:{i // 4} 1:{i} 3:{i * 0.25}" for i in range(40)) + tail).encode())
+    for threads in (1, 3):
+        same_file(read_svmlight(path, threads=threads), read_svmlight(path, threads=threads, layout="dense"))
+
+
 def test_auto_chooses_dense_for_letor_text_and_csr_for_sparse_text(tmp_path):
     rng = np.random.default_rng(0)
     full = [f"{i % 3} qid:{i // 4} " + " ".join(f"{j}:{rng.random():.4f}" for j in range(1, 31)) for i in range(60)]
