@@ -216,3 +216,18 @@ def test_the_cli_trains_letor_text_as_dense_rows_and_writes_the_csr_model(tmp_pa
     expected = train(RankingData.from_arrays(f.X, f.labels, f.qid))
     assert json.loads(model.read_text())["weights"] == [float(w) for w in expected.raw_weights]
     assert sp.issparse(f.X) and isinstance(read_svmlight(path, layout="auto").X, np.ndarray)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".svmlight"])
+def test_convert_writes_letor_text_read_as_dense_rows_like_csr(tmp_path, suffix):
+    rng = np.random.default_rng(3)
+    lines = [f"{int(rng.integers(0, 3))} qid:{9 - i // 5} " + " ".join(f"{j}:{rng.random():.3f}" for j in range(1, 9))
+             for i in range(50)]
+    path = write(tmp_path, lines)
+    out = tmp_path / f"out{suffix}"
+    assert main(["convert", "--engine", "local", "--input", str(path), "--output", str(out)]) == 0
+    back = tmp_path / "back.svmlight"
+    assert main(["convert", "--engine", "local", "--input", str(out), "--output", str(back)]) == 0
+    a, b = read_svmlight(back), read_svmlight(path)
+    assert np.array_equal(bits(a.X.toarray()), bits(b.X.toarray())) and np.array_equal(bits(a.labels), bits(b.labels))
+    assert np.array_equal(a.qid, b.qid)

@@ -57,6 +57,10 @@ def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = Tr
     import pyarrow.parquet as pq
 
     X, labels = data.X, data.labels
+    if isinstance(X, np.ndarray):  # dense rows: the CSR the reader would have made (zeros not stored)
+        import scipy.sparse as sp
+
+        X = sp.csr_matrix(X)
     qid = None if data.qids is None else np.repeat(data.qids, data.groups.group_sizes)
     if input_order:
         inverse = np.argsort(data.row_order)
