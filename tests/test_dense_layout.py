@@ -5,7 +5,6 @@ bit, so the layout is a memory choice only (issue 12: LETOR text needs no index 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from sparkrank.numerics.exact_sum import csr_tdot_dd, rmatvec_dd
 from sparkrank.numerics.linalg import csr_dot, matvec
 from sparkrank.training import train
 
-from test_svmlight_threads import bits, letor_lines, line_of, write
+from test_svmlight_threads import bits, letor_lines, write
 
 
 def dense_of(f) -> np.ndarray:
