@@ -486,13 +486,14 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     max_features = max_features_limit(max_features)
     buf = np.frombuffer(raw, dtype=np.uint8)
     width = _probe_width(buf, raw, bool(zero_based), n_features, int(max_features), dtype, layout)
+    read = dict(max_features=max_features, first_line=first_line, qid_layout=qid_layout, threads=threads)
     try:
-        return _scan_text(raw, buf, name, n_features, dtype, zero_based, width, max_features=max_features,
-                          first_line=first_line, qid_layout=qid_layout, threads=threads)
-    except _WiderThanProbe:
+        try:
+            return _scan_text(raw, buf, name, n_features, dtype, zero_based, width, **read)
+        except _WiderThanProbe:
+            pass  # leaving the handler frees the dense rows (the traceback held them)
         # a later line is wider than the probe saw: parse again as CSR (rare for LETOR text)
-        f = _scan_text(raw, buf, name, n_features, dtype, zero_based, -1, max_features=max_features,
-                       first_line=first_line, qid_layout=qid_layout, threads=threads)
+        f = _scan_text(raw, buf, name, n_features, dtype, zero_based, -1, **read)
         if layout == "dense":
             f.X = f.X.toarray()
         return f
