@@ -204,21 +204,27 @@ def mq2008(tmp_path_factory):
     return data, str(path), local
 
 
+@pytest.fixture(scope="module", params=[("executor", 2), ("executor", 3), ("driver", 2)],
+                ids=["executor-2", "executor-3", "driver-2"])
+def mq2008_engine(request, spark, mq2008):
+    """A Spark engine over MQ2008 per layout (placement, partitions): its blocks are built
+    once, in setup, for the tests of both solvers (each phase stays well under 30 s)."""
+    placement, partitions = request.param
+    with SparkEngine(spark.read.parquet(mq2008[1]), num_partitions=partitions, placement=placement) as engine:
+        yield engine
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("placement,partitions", [("executor", 2), ("executor", 3), ("driver", 2)])
-def test_mq2008_spark_equals_local(spark, mq2008, placement, partitions):
+@pytest.mark.parametrize("solver", list(MQ2008_SOLVERS))
+def test_mq2008_spark_equals_local(mq2008, mq2008_engine, solver):
     # MQ2008's L2 problem is badly conditioned (near-collinear LETOR features): TRON amplifies
     # a one-ulp difference ~100x per Newton step, so this only holds because every engine
-    # rounds its sums once from double-doubles (numerics/exact_sum.py).  One block build per
-    # layout serves both solvers.
-    data, path, local_models = mq2008
-    with SparkEngine(spark.read.parquet(path), num_partitions=partitions, placement=placement) as engine:
-        for solver, max_iter in MQ2008_SOLVERS.items():
-            model = train(engine, solver=solver, C=1.0, max_iter=max_iter)
-            local = local_models[solver]
-            assert model.summary["iterations"] == local.summary["iterations"], solver
-            assert rel(model.weights, local.weights) <= 1e-8, solver
-            assert model.summary["objective"] == pytest.approx(local.summary["objective"], rel=1e-12), solver
+    # rounds its sums once from double-doubles (numerics/exact_sum.py).
+    local = mq2008[2][solver]
+    model = train(mq2008_engine, solver=solver, C=1.0, max_iter=MQ2008_SOLVERS[solver])
+    assert model.summary["iterations"] == local.summary["iterations"]
+    assert rel(model.weights, local.weights) <= 1e-8
+    assert model.summary["objective"] == pytest.approx(local.summary["objective"], rel=1e-12)
 
 
 def test_long_spark_jobs_log_progress_lines(spark, caplog):
