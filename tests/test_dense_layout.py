@@ -91,6 +91,15 @@ def test_a_line_wider_than_the_probe_reads_again_as_csr(tmp_path, monkeypatch, l
     same_file(f, read_svmlight(write(tmp_path, lines)))
 
 
+def test_auto_reads_csr_when_only_the_start_of_the_file_is_dense(tmp_path, monkeypatch):
+    monkeypatch.setattr(svm, "PROBE_BYTES", 64)  # the probe sees only the dense first lines
+    dense_head = ["1 qid:0 " + " ".join(f"{j}:0.5" for j in range(1, 41)) for _ in range(3)]
+    sparse_tail = [f"{i % 2} qid:{1 + i // 4} {1 + i % 40}:1.5" for i in range(200)]
+    f = read_svmlight(write(tmp_path, dense_head + sparse_tail), layout="auto")
+    assert sp.issparse(f.X) and f.X.shape == (203, 40)
+    same_file(f, read_svmlight(write(tmp_path, dense_head + sparse_tail), layout="dense"))
+
+
 @pytest.mark.parametrize("n_features, zero_based", [(12, False), (None, True)])
 def test_fixed_width_and_zero_based_dense_rows(tmp_path, n_features, zero_based):
     lines = [f"{i % 2} qid:{i // 4} 1:{i} 2:0.5 5:-1" for i in range(30)]

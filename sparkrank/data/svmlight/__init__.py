@@ -489,7 +489,7 @@ def _parse_text(raw, name: str, n_features: int | None, dtype: type, zero_based:
     read = dict(max_features=max_features, first_line=first_line, qid_layout=qid_layout, threads=threads)
     try:
         try:
-            return _scan_text(raw, buf, name, n_features, dtype, zero_based, width, **read)
+            return _scan_text(raw, buf, name, n_features, dtype, zero_based, width, recheck=layout == "auto", **read)
         except _WiderThanProbe:
             pass  # leaving the handler frees the dense rows (the traceback held them)
         # a later line is wider than the probe saw: parse again as CSR (rare for LETOR text)
@@ -506,8 +506,13 @@ class _WiderThanProbe(Exception):
 
 
 def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_based: bool, width: int, *,
-               max_features: int, first_line: int, qid_layout: QidLayout | None, threads: int) -> SVMLightFile:
-    """Both numba passes over the pieces, into CSR arrays (``width`` -1) or dense rows."""
+               max_features: int, first_line: int, qid_layout: QidLayout | None, threads: int,
+               recheck: bool = False) -> SVMLightFile:
+    """Both numba passes over the pieces, into CSR arrays (``width`` -1) or dense rows.
+
+    With ``recheck``, dense rows are kept only if the counting pass's bounds for the whole
+    file (rows, and ``:`` bytes for the non-zeros) still make them no larger than CSR: a file
+    whose first MB is dense and the rest sparse is read as CSR."""
     pieces = _chunks(raw, int(threads))
     release = _page_release(raw)
 
@@ -520,6 +525,10 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
         bounds = np.array(run(count, pieces), dtype=np.int64).reshape(-1, 2)
         # piece k: its first line, and the first row and non-zero of its stretch
         line0 = first_line + np.concatenate(([0], np.cumsum(bounds[:, 0])[:-1]))
+        itemsize = np.dtype(dtype).itemsize
+        if recheck and width >= 0 and (int(bounds[:, 0].sum()) + 1) * width * itemsize > \
+                int(bounds[:, 1].sum()) * (itemsize + 4):
+            width = -1
         if width >= 0:
             # A piece holds at most one row per line end (only the last can end without one),
             # so stretches of exactly that many dense rows are usually filled with no gap
