@@ -1,14 +1,16 @@
 """End-to-end TRON training on the Spark engine as m grows (1M, 3M, 10M rows × 136 float32).
 
-    python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]]
+    python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
-(executor placement, groups of ~120 rows), train L2-loss RankSVM by TRON to tol 1e-3 (or
+(executor placement, groups of ~120 rows; ``--build direct``, the default and what
+``sparkrank train`` does with a plain local Parquet input, reads them straight from the
+row groups, ``--build shuffle`` has the JVM shuffle the rows by qid first), train L2-loss RankSVM by TRON to tol 1e-3 (or
 ``--max-iter``), and record block-build time, iterations, time per iteration, time per
 engine pass, total time and the peak memory of the whole process tree (driver Python, JVM,
 Python workers; sampled every 0.2 s from /proc): anonymous memory (what the job needs) and
 resident set (which also counts the memory-mapped block files, once per worker mapping them).  Prints the table and the growth exponent of the per-pass
-time over m (1.0 = linear); writes bench/results/scale.json.
+time over m (1.0 = linear); writes bench/results/scale.json (scale_shuffle.json).
 """
 
 from __future__ import annotations
@@ -158,9 +160,13 @@ def main(argv=None) -> int:
     ap.add_argument("--C", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--build", choices=("direct", "shuffle"), default="direct",
+                    help="direct: blocks read straight from the Parquet row groups (what `sparkrank train` "
+                         "does for a plain local Parquet input); shuffle: rows shuffled by qid in the JVM")
     args = ap.parse_args(argv)
 
     from sparkrank.engines.spark import SparkEngine
+    from sparkrank.io.sources import open_source
     from sparkrank.spark.session import get_session
     from sparkrank.training import train
 
@@ -174,8 +180,12 @@ def main(argv=None) -> int:
         partitions = args.partitions or max(2, 2 * round(m / 1e6))
         with TreeMemorySampler() as mem:
             t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
-            engine = SparkEngine(spark.read.parquet(str(path)), placement="executor", num_partitions=partitions,
-                                 dtype=np.float32, n_features=args.features)
+            source = open_source(str(path), spark=spark)
+            df, cols = source.dataframe(spark)
+            engine = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                                 placement="executor", num_partitions=partitions, dtype=np.float32,
+                                 n_features=args.features,
+                                 parquet_files=source.local_parquet_files() if args.build == "direct" else None)
             build, build_cpu = time.perf_counter() - t0, tree_cpu_seconds() - cpu0
             counter = PassCounter(engine)
             try:
@@ -188,7 +198,7 @@ def main(argv=None) -> int:
             total = time.perf_counter() - t0
         s = model.summary
         per_pass = float(np.median(counter.seconds))
-        rows.append({"rows": m, "partitions": partitions, "build_s": build, "build_cpu_s": build_cpu,
+        rows.append({"rows": m, "build": args.build, "partitions": partitions, "build_s": build, "build_cpu_s": build_cpu,
                      "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
                      "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
                      "read_once_s": read_once, "pass_over_read": None if read_once is None else per_pass / read_once,
@@ -205,7 +215,7 @@ def main(argv=None) -> int:
         print(f"\ngrowth exponent over m: per engine pass {e_pass:.2f}, per TRON iteration {e_iter:.2f} (1.0 = linear)")
     else:
         e_pass = e_iter = None
-    print(f"wrote {write_result('scale', {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
+    print(f"wrote {write_result('scale' if args.build == 'direct' else 'scale_shuffle', {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 
 

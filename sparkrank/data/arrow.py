@@ -7,7 +7,8 @@ blocks (``mapInArrow`` hands them Arrow record batches).  Feature layouts:
 * a Spark ML vector column, which Arrow carries as its SQL struct
   ``<type: int8, size: int32, indices: list<int32>, values: list<double>>``
   (type 0 = sparse, 1 = dense), dense and sparse rows mixed;
-* a dense list<float|double> column (all rows the same length);
+* a dense list<float|double> column (all rows the same length), kept as dense rows
+  (an ndarray) under ``layout="auto"``;
 * a struct<indices, values> column (what the Spark SVMlight reader produces).
 """
 
@@ -124,9 +125,11 @@ def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
     return _build(flat_v, flat_i, indptr, max(width, n_features or 0), where, max_features)
 
 
-def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
-                       max_features: int | None = None) -> sp.csr_matrix:
-    """CSR from a dense list<float|double> column (every row the same length)."""
+def dense_lists(col, n_features: int | None, dtype, where: str = "",
+                max_features: int | None = None, pad: bool = True) -> np.ndarray:
+    """Checked dense rows ``(m, max(width, n_features))`` (``pad=False``: ``(m, width)``) from
+    a dense list<float|double> column (every row the same length); one copy only when the
+    type or the width changes."""
     arr = _combine(col)
     if arr.null_count:
         row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
@@ -136,10 +139,23 @@ def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
     width = int(lengths[0]) if lengths.size else 0
     check_max_features(max(width, n_features or 0), max_features, f"{where}a feature array of length {width}")
     dense = arr.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
+    _check_dense_finite(dense, where)
+    if pad and n_features is not None and n_features > width:
+        dense = np.pad(dense, ((0, 0), (0, n_features - width)))
+    return dense
+
+
+def _check_dense_finite(dense: np.ndarray, where: str) -> None:
     if not np.isfinite(dense).all():
         bad = np.argwhere(~np.isfinite(dense))
         raise RowError(where, int(bad[0, 0]), f"feature column {int(bad[0, 1])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
-    return dense_to_csr(dense, max(width, n_features or 0))
+
+
+def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
+                       max_features: int | None = None) -> sp.csr_matrix:
+    """CSR from a dense list<float|double> column (every row the same length)."""
+    dense = dense_lists(col, n_features, dtype, where, max_features, pad=False)
+    return dense_to_csr(dense, max(dense.shape[1], n_features or 0))
 
 
 def dense_to_csr(dense: np.ndarray, n_features: int) -> sp.csr_matrix:
@@ -161,8 +177,10 @@ def dense_to_csr(dense: np.ndarray, n_features: int) -> sp.csr_matrix:
 
 
 def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features: int | None, dtype,
-                 where: str = "", max_features: int | None = None) -> sp.csr_matrix:
-    """Features of ``table`` as CSR according to ``spec``.
+                 where: str = "", max_features: int | None = None, layout: str = "sparse"):
+    """Features of ``table`` as CSR according to ``spec``; with ``layout="auto"`` a dense
+    list column (LETOR-style rows: every row the same length) stays dense rows, an ndarray,
+    half the memory of CSR with its column indices (the kernels give both the same numbers).
 
     Raises :class:`RowError` naming the row (its position in ``table``) for bad values,
     indices that are not strictly increasing, mixed array lengths or vector sizes, and a
@@ -180,7 +198,9 @@ def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features
             return lists_to_csr(arr.field("indices"), arr.field("values"), n_features, dtype, where, max_features)
         return vectors_to_csr(col, n_features, dtype, where, max_features)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
-        return dense_lists_to_csr(col, n_features, dtype, where, max_features)
+        if layout == "sparse":
+            return dense_lists_to_csr(col, n_features, dtype, where, max_features)
+        return dense_lists(col, n_features, dtype, where, max_features)
     raise DataError(f"{where}feature column {spec.features_col!r} has unsupported type {typ}")
 
 

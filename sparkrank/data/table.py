@@ -51,18 +51,17 @@ def ranking_data_from_table(
             raise DataError(f"{where}group id {columns.group_name!r} is null in {col.null_count} rows, "
                             f"first in row {row}{DROP_HINT}")
         qid = col.to_numpy(zero_copy_only=False)
+    # dense columns stay dense rows (half the memory of CSR; the kernels agree bit for bit)
     if columns.feature_cols:
-        X = _named_columns_to_csr(table, columns.feature_cols, dtype, where)
+        X = _named_columns_to_dense(table, columns.feature_cols, dtype, where)
     else:
         spec = FeatureSpec.detect(table.column_names, columns.features)
-        X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where)
-    return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features)
+        X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where, layout="auto")
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
 
 
-def _named_columns_to_csr(table: pa.Table, names, dtype, where: str):
+def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.ndarray:
     """Dense features from named numeric columns (nulls and non-finite values are errors)."""
-    import scipy.sparse as sp
-
     dense = np.empty((table.num_rows, len(names)), dtype=dtype)
     for j, name in enumerate(names):
         col = table.column(name)
@@ -77,7 +76,7 @@ def _named_columns_to_csr(table: pa.Table, names, dtype, where: str):
     if bad.size:
         r, c = int(bad[0, 0]), int(bad[0, 1])
         raise DataError(f"{where}feature column {names[c]!r} of row {r} is {float(dense[r, c])!r}")
-    return sp.csr_matrix(dense)
+    return dense
 
 
 def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:

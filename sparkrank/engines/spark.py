@@ -108,6 +108,11 @@ class SparkEngine(Engine):
     drop_invalid_rows : bool
         Drop :data:`~sparkrank.data.block.INVALID_ROWS` (counted in the log and in
         ``dropped_rows``) instead of failing on them.
+    parquet_files : list of str, optional
+        Local Parquet files of which ``df`` is a plain, unfiltered scan.  In executor
+        placement the blocks are then read from them directly, a run of row groups per
+        block, without the JVM shuffle (:mod:`sparkrank.spark.parquet_blocks`), whenever
+        the rows of each query are contiguous in the files; otherwise rows are shuffled.
     """
 
     def __init__(
@@ -123,6 +128,7 @@ class SparkEngine(Engine):
         aggregation_depth: int = 2,
         n_features: int | None = None,
         drop_invalid_rows: bool = False,
+        parquet_files: list[str] | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -161,12 +167,15 @@ class SparkEngine(Engine):
         self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
+            parquet_files = None  # the filter runs in Spark
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
+        self._refs_df = self._refs_rdd = None
         _OPEN_ENGINES.add(self)
         if not _EXIT_HOOK:
             atexit.register(_close_at_exit)
             _EXIT_HOOK.append(True)
+        self._parquet_files = list(parquet_files or []) if placement == "executor" else []
         self._build()
 
     # -- building the blocks ---------------------------------------------------------------
@@ -200,11 +209,21 @@ class SparkEngine(Engine):
             df = df.repartitionByRange(P, _ROW_ID).sortWithinPartitions(_ROW_ID)
         return df.drop(_ROW_ID)
 
-    def _build(self) -> None:
-        t0 = time.perf_counter()
+    def _new_store(self) -> str:
         self.store_id = uuid.uuid4().hex[:12]
         self._store_ids.append(self.store_id)
-        task = blocks.build_block_task(self.owner, self.store_id, self.label_col, self.qid_col, self.spec, self.dtype)
+        return self.store_id
+
+    def _build(self) -> None:
+        t0 = time.perf_counter()
+        refs = self._build_from_parquet() if self._parquet_files else None
+        if refs is None:
+            refs = self._build_by_shuffle()
+        self._check_built(refs, t0)
+
+    def _build_by_shuffle(self) -> list:
+        task = blocks.build_block_task(self.owner, self._new_store(), self.label_col, self.qid_col, self.spec,
+                                       self.dtype)
         self._refs_df = self._df.mapInArrow(task, blocks.REF_SCHEMA).cache()
         log.info("building %d blocks (shuffling rows by %s and decoding them on the executors)",
                  self.num_partitions, self.qid_col or "row order")
@@ -212,14 +231,69 @@ class SparkEngine(Engine):
             refs = sorted(self._refs_df.collect(), key=lambda r: r.partition)
         errors = [r.error for r in refs if r.error]
         if errors:
-            self._refs_df.unpersist()
+            self._drop_refs()
             errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0])
             raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
-        self.refs = refs
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
         # row conversion, and the cached partitions keep the executor locality of the blocks
         self._refs_rdd = self._refs_df.rdd.persist()
         self._refs_rdd.count()
+        return refs
+
+    def _build_from_parquet(self) -> list | None:
+        """Blocks read straight from the Parquet files (``spark/parquet_blocks.py``), or
+        ``None`` (nothing kept) when the rows must be shuffled after all."""
+        from ..spark import parquet_blocks as pb
+
+        cols = [self.label_col, self.qid_col] + (
+            [self.spec.features_col] if self.spec.features_col else [self.spec.indices_col, self.spec.values_col])
+        try:
+            row_groups = pb.plan_row_groups(self._parquet_files, cols)
+        except OSError as exc:
+            log.info("reading the Parquet footers failed (%s); shuffling rows instead", exc)
+            return None
+        if not row_groups:
+            return None  # no rows, or a column Spark adds (a Hive partition): Spark reads them
+        runs = pb.split_runs(row_groups, self.num_partitions)
+        task = pb.build_task(self.owner, self._new_store(), row_groups, runs, self.label_col, self.qid_col,
+                             self.spec, self.dtype)
+        log.info("building %d blocks (reading %d Parquet row groups of %d files straight into them)",
+                 len(runs), len(row_groups), len(self._parquet_files))
+        self._refs_rdd = self.sc.parallelize(range(len(runs)), max(len(runs), 1)) \
+            .mapPartitionsWithIndex(task).persist()
+        with job_progress(self.spark.sparkContext, "building blocks"):
+            refs = sorted(self._refs_rdd.collect(), key=lambda r: r.partition)
+        why = None
+        if any(pb.is_unreadable(r.error) for r in refs):
+            why = next(r.error for r in refs if pb.is_unreadable(r.error))
+        elif pb.repeated_group_ids([r for r in refs if not r.error]):
+            why = "the rows of a query are not contiguous in the files"
+        if why is None:
+            errors = [r.error for r in refs if r.error]
+            if not errors:
+                return refs
+            self._discard_store()
+            raise DataError(errors[0] + (f" (and {len(errors) - 1} more blocks with errors)" if len(errors) > 1 else ""))
+        log.info("%s; shuffling rows by %s instead", why, self.qid_col)
+        self._discard_store()
+        self._parquet_files = []  # later rebuilds shuffle too
+        return None
+
+    def _discard_store(self) -> None:
+        """Delete the current store's block files and drop its references."""
+        try:
+            self._refs_rdd.mapPartitions(blocks.cleanup_task(self.owner, (self.store_id,))).collect()
+        finally:
+            self._drop_refs()
+
+    def _drop_refs(self) -> None:
+        for cached in (self._refs_rdd, self._refs_df):
+            if cached is not None:
+                cached.unpersist()
+        self._refs_rdd = self._refs_df = None
+
+    def _check_built(self, refs, t0: float) -> None:
+        self.refs = refs
         width = max((r.width for r in refs), default=0)
         width_error = blocks.fixed_width_error(refs, blocks.feature_type(self._df.schema, self.spec))
         if width_error:
@@ -286,8 +360,7 @@ class SparkEngine(Engine):
                 if "BlockMissingError" not in str(exc):
                     raise
                 self._recover(n, "block files missing on an executor; rebuilding the block store", exc)
-                self._refs_rdd.unpersist()
-                self._refs_df.unpersist()
+                self._drop_refs()
                 self._build()
                 replay = True  # the new store has no kept states
                 continue
@@ -422,13 +495,11 @@ class SparkEngine(Engine):
     def close(self) -> None:
         """Delete the block files and drop the cached references."""
         _OPEN_ENGINES.discard(self)
-        if getattr(self, "_refs_df", None) is None:
+        if getattr(self, "_refs_rdd", None) is None:
             return
         try:
             self._refs_rdd.mapPartitions(blocks.cleanup_task(self.owner, tuple(self._store_ids))).collect()
         finally:
-            self._refs_rdd.unpersist()
-            self._refs_df.unpersist()
-            self._refs_df = None
+            self._drop_refs()
             self._recipes.clear()
 

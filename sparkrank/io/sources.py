@@ -127,6 +127,15 @@ class Source:
                              svmlight=self.format == "svmlight"), Columns(
             self.columns.label, self._group_name(df.columns), _features_name(self.columns))
 
+    def local_parquet_files(self) -> list[str] | None:
+        """The local paths of this Parquet input's files when Spark would read them as they
+        are (no ``--where``, no assembled features or combined group columns), for blocks
+        read straight from the files (:mod:`sparkrank.spark.parquet_blocks`); else ``None``."""
+        if self.format != "parquet" or self.where or self.columns.feature_cols or len(self.columns.group) != 1:
+            return None
+        paths = [U.local_path(entry.path) for entry in self.files]
+        return None if not paths or None in paths else paths
+
     def _group_name(self, names) -> str | None:
         if self.format == "svmlight" and self.columns.group == ("qid",) and "qid" not in names:
             return None

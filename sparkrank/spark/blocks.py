@@ -40,14 +40,18 @@ import numpy as np
 
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
-from ..numerics.exact_sum import csr_tdot_dd, dd_add
-from ..numerics.linalg import csr_dot
+from ..numerics.exact_sum import dd_add, rmatvec_dd
+from ..numerics.linalg import matvec
 
 REF_SCHEMA = (
     "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "
     "n_groups_without_pairs long, width int, nbytes long, error string"
 )
-_ARRAYS = ("indptr", "indices", "data", "labels", "offsets", "label_rank", "n_levels", "pairs_per_group")
+_CSR_ARRAYS = ("indptr", "indices", "data")
+_GROUP_ARRAYS = ("labels", "offsets", "label_rank", "n_levels", "pairs_per_group")
+#: The file of a block whose features are dense rows (a fixed-width array column): one
+#: C-ordered ``(rows, width)`` array instead of CSR's three, no column indices.
+_DENSE = "dense"
 
 
 class BlockMissingError(RuntimeError):
@@ -66,7 +70,7 @@ class CsrArrays:
 
 @dataclass(frozen=True)
 class Block:
-    X: CsrArrays
+    X: "CsrArrays | np.ndarray"
     groups: QueryGroups
     qids: np.ndarray | None
 
@@ -240,8 +244,9 @@ def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_fea
 
     labels = _labels(table, label_col)
     qid = None if qid_col is None else _qids(table, qid_col)
-    X = table_to_csr(table, spec, None, dtype, "", max_features)
-    return RankingData.from_arrays(X, labels, qid, dtype=dtype)
+    # a fixed-width array column stays dense rows (no column indices: half the bytes per pass)
+    X = table_to_csr(table, spec, None, dtype, "", max_features, layout="auto")
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, layout="auto")
 
 
 def fixed_width_error(refs, feature_type: str) -> str | None:
@@ -296,9 +301,14 @@ def _write_block(path: str, data: RankingData) -> dict:
         shutil.rmtree(path)
     os.makedirs(path)
     g = data.groups
-    arrays = {"indptr": data.X.indptr.astype(np.int64), "indices": data.X.indices.astype(np.int32),
-              "data": data.X.data, "labels": g.labels, "offsets": g.offsets, "label_rank": g.label_rank,
-              "n_levels": g.n_levels, "pairs_per_group": g.pairs_per_group}
+    X = data.X
+    if isinstance(X, np.ndarray):
+        arrays = {_DENSE: X}
+    else:
+        arrays = {"indptr": X.indptr.astype(np.int64, copy=False), "indices": X.indices.astype(np.int32, copy=False),
+                  "data": X.data}
+    arrays.update({"labels": g.labels, "offsets": g.offsets, "label_rank": g.label_rank,
+                   "n_levels": g.n_levels, "pairs_per_group": g.pairs_per_group})
     if data.qids is not None:
         arrays["qids"] = np.asarray(data.qids)
     nbytes = 0
@@ -319,15 +329,17 @@ def open_block(path: str, width: int) -> Block:
         return block
     if not os.path.isdir(path):
         raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
-    a = {name: np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r")) for name in _ARRAYS}
-    n_rows = a["indptr"].shape[0] - 1
+    def load(name):
+        return np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r"))
+
+    if os.path.exists(os.path.join(path, _DENSE + ".npy")):
+        X = load(_DENSE)
+    else:
+        a = {name: load(name) for name in _CSR_ARRAYS}
+        X = CsrArrays(a["indptr"], a["indices"], a["data"], (a["indptr"].shape[0] - 1, width))
     qpath = os.path.join(path, "qids.npy")
     qids = np.load(qpath) if os.path.exists(qpath) else None
-    block = Block(
-        CsrArrays(a["indptr"], a["indices"], a["data"], (n_rows, width)),
-        QueryGroups(a["labels"], a["offsets"], a["label_rank"], a["n_levels"], a["pairs_per_group"]),
-        qids,
-    )
+    block = Block(X, QueryGroups(*(load(name) for name in _GROUP_ARRAYS)), qids)
     _OPEN[path] = block
     return block
 
@@ -407,7 +419,7 @@ def replay_state(block: Block, ref, recipe: StateRecipe):
             state, start = found, i
             break
     for r in reversed(chain[:start]):
-        scores = csr_dot(block.X, r.vector[: ref.width])
+        scores = matvec(block.X, r.vector[: ref.width])
         state = r.kernel(block.groups, scores, state).state
     _write_state(ref.path, recipe.state_id, state)
     return state
@@ -437,7 +449,7 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
                         yield MissingStates(frozenset([ref.partition]))
                         continue
                     state = replay_state(block, ref, recipe_bc.value)
-            scores = csr_dot(block.X, w[: ref.width])
+            scores = matvec(block.X, w[: ref.width])
             result = kernel(block.groups, scores, state)
             if out_state is not None:
                 _write_state(ref.path, out_state, result.state)
@@ -454,7 +466,7 @@ def scores_task(w_bc):
         w = w_bc.value
         for ref in refs:
             if ref.n_rows:
-                yield ref.partition, csr_dot(open_block(ref.path, ref.width).X, w[: ref.width])
+                yield ref.partition, matvec(open_block(ref.path, ref.width).X, w[: ref.width])
 
     return task
 
@@ -485,7 +497,7 @@ def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_feature
                 continue
             X = open_block(ref.path, ref.width).X
             if kernel is not None:
-                result = kernel(open_block(ref.path, ref.width).groups, csr_dot(X, w_bc.value[: ref.width]), None)
+                result = kernel(open_block(ref.path, ref.width).groups, matvec(X, w_bc.value[: ref.width]), None)
                 stats, coef = result.stats_dd(), result.coef
             else:
                 start = row_start[ref.partition]
@@ -535,7 +547,7 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
 
 def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
     """``Xᵀc`` (or ``(X∘X)ᵀc`` with ``power=2``) of one block as a double-double padded to ``n_features``."""
-    hi, lo = csr_tdot_dd(X, coef, power)
+    hi, lo = rmatvec_dd(X, coef, power)
     pad = n_features - hi.shape[0]
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
 
@@ -573,7 +585,10 @@ def feature_stats_task(n_features: int):
         for ref in refs:
             if ref.n_rows:
                 X = open_block(ref.path, ref.width).X
-                yield FeatureStatistics.from_csr(X.indptr, X.indices, X.data, ref.n_rows, n_features)
+                if isinstance(X, np.ndarray):
+                    yield FeatureStatistics.from_dense(X).padded(n_features)
+                else:
+                    yield FeatureStatistics.from_csr(X.indptr, X.indices, X.data, ref.n_rows, n_features)
 
     return task
 
