@@ -6,8 +6,8 @@ spark.pyspark.python=...`` sets it); setting ``spark.pyspark.python`` on the bui
 enough.  So unless one was chosen, :func:`get_session` sets ``PYSPARK_PYTHON`` to this
 interpreter *before* the context starts: embedded sessions and single-host clusters then run
 the same Python (with sparkrank, numba, pyarrow) whether or not its venv is on ``PATH``.  On
-a cluster, :func:`check_executors` runs one task that imports sparkrank and fails in seconds
-with the flag to use when the executors cannot.
+a cluster, :func:`check_executors` has every executor core import sparkrank (which also warms
+the Python workers) and fails in seconds with the flag to use when the executors cannot.
 """
 
 from __future__ import annotations
@@ -55,23 +55,27 @@ def interpreter_hint(python: str) -> str:
 
 
 def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
-    """Run one task that imports ``modules`` on an executor; raise :class:`ClusterError` if it cannot.
+    """Have every executor core import ``modules``; raise :class:`ClusterError` if one cannot.
 
-    The task catches its own import errors (so Spark does not retry it) and the whole check
-    costs one small job.
+    One small job of ``defaultParallelism`` tasks (one per executor core): besides finding a
+    host whose Python lacks sparkrank, it starts every executor's Python worker and pays its
+    imports in parallel, up front, where the first pass would otherwise pay them one
+    executor after another.  (Python workers are reused, so the work is not repeated.)  The
+    tasks catch their own import errors, so Spark does not retry them.
     """
     sc = spark.sparkContext
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    tasks = max(1, sc.defaultParallelism)
     try:
-        found = sc.parallelize([0], 1).mapPartitions(_probe_function(tuple(modules))).collect()
+        found = sc.parallelize(range(tasks), tasks).mapPartitions(_probe_function(tuple(modules))).collect()
     except Exception as exc:  # the interpreter itself could not start on the executor
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterError(f"the executors could not start Python {python!r} ({first[:300]}); "
                            f"{interpreter_hint(sys.executable)}") from None
-    executable, missing = found[0]
-    if missing:
-        raise ClusterError(f"the executors' Python {executable} cannot import {'; '.join(missing)}; "
-                           f"{interpreter_hint(sys.executable)}")
+    for executable, missing in found:
+        if missing:
+            raise ClusterError(f"the executors' Python {executable} cannot import {'; '.join(missing)}; "
+                               f"{interpreter_hint(sys.executable)}")
 
 
 #: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
