@@ -47,7 +47,15 @@ def spark():
         os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     from sparkrank.spark.session import get_session
 
+    from cluster import FAST_JVM
+
+    from sparkrank.spark.session import QUIET_LOG4J
+
     conf = {"spark.sql.shuffle.partitions": "4", **lake_scheme_conf()}
+    if os.environ.get("SPARKRANK_TEST_FAST_JVM", "1") == "1":
+        # thousands of tiny jobs: the C2 compiler's and the parallel collector's threads cost
+        # more CPU than they save here (the quiet log4j option is get_session's default)
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} {FAST_JVM}"
     session = get_session("local[2]", app_name="sparkrank-tests", conf=conf)
     yield session
     session.stop()
@@ -86,7 +94,8 @@ def lake_scheme_conf() -> dict:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
     """The session's Spark standalone cluster (master + 2 one-core workers): started on first use,
-    stopped at the end.  Its workers run with a *plain* environment (no venv, no sparkrank, no
+    stopped at the end.  Only ``test_cluster.py`` uses it, and pytest-xdist's ``--dist loadfile``
+    (pyproject's addopts) runs a module in one test process, so one cluster serves the run.  Its workers run with a *plain* environment (no venv, no sparkrank, no
     ``PYSPARK_PYTHON``).  Tests that kill a worker restart it before they return
     (:meth:`StandaloneCluster.restart_worker`), so every test finds both workers alive."""
     from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM, ClusterError, StandaloneCluster, java_home
@@ -103,3 +112,17 @@ def cluster(tmp_path_factory):
         yield c
     finally:
         c.stop()
+
+
+#: Modules that take longest, run first: with two test processes (pyproject's addopts) the
+#: standalone-cluster module then runs beside the rest instead of alone at the end.
+LONGEST_MODULES = ("test_cluster.py", "test_spark_engine.py", "test_ml.py", "test_bad_inputs.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest modules first (stable within each module and for the rest)."""
+    def rank(item):
+        name = item.path.name
+        return LONGEST_MODULES.index(name) if name in LONGEST_MODULES else len(LONGEST_MODULES)
+
+    items.sort(key=rank)

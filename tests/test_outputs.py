@@ -213,26 +213,30 @@ def test_weights_npy_only_beside_the_model(tmp_path):
             RankingModel.load(str(path))
 
 
-def test_spark_outputs_refuse_a_non_empty_directory(spark, tmp_path, capsys, small):
+@pytest.mark.parametrize("form", ["path", "file-uri"])
+def test_spark_outputs_refuse_a_non_empty_directory(spark, tmp_path, capsys, small, form):
     model = tmp_path / "m.json"
     assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
     out = tmp_path / "scores"
     out.mkdir()
     (out / "keep.txt").write_text("precious")
-    args = ["predict", "--engine", "spark", "--model", str(model), "--input", str(small), "--output", str(out), "-q"]
+    target = str(out) if form == "path" else f"file://{out}"  # a URI is checked through Hadoop
+    args = ["predict", "--engine", "spark", "--model", str(model), "--input", str(small), "--output", target, "-q"]
     rc, err = _run(capsys, *args)
-    assert rc == 2 and "exists and is not empty" in err and (out / "keep.txt").read_text() == "precious"
+    assert rc == 2 and "exists and is not empty" in err and "--overwrite" in err
+    assert (out / "keep.txt").read_text() == "precious"
     assert main([*args, "--overwrite"]) == 0
     scores = spark.read.parquet(str(out))
     assert scores.columns == ["label", "qid", "prediction"] and scores.count() == 200
     per = tmp_path / "per_query"
+    per_target = str(per) if form == "path" else f"file://{per}"
     assert main(["evaluate", "--engine", "spark", "--model", str(model), "--input", str(small), "--per-query",
-                 str(per), "-q"]) == 0
+                 per_target, "-q"]) == 0
     rc, err = _run(capsys, "evaluate", "--engine", "spark", "--model", str(model), "--input", str(small),
-                   "--per-query", str(per), "-q")
+                   "--per-query", per_target, "-q")
     assert rc == 2 and "exists and is not empty" in err
     assert main(["evaluate", "--engine", "spark", "--model", str(model), "--input", str(small), "--per-query",
-                 str(per), "--mode", "overwrite", "-q"]) == 0
+                 per_target, "--mode", "overwrite", "-q"]) == 0
 
 
 def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
