@@ -42,8 +42,8 @@ def _dense_dot(values, v):
     # independent chains keep the floating-point adders busy.  The eight rows are first
     # copied (exactly, as float64) into a column-major tile, so that the eight values of a
     # column are adjacent and the inner loop runs as vector instructions instead of eight
-    # strided loads (2.3x faster at 1M x 136 float32; the order of each row's additions,
-    # hence every bit of the result, is unchanged).
+    # strided loads (1M x 136 float32: 1.3x faster without zeros, 2.6x with 10% zeros); the
+    # order of each row's additions, hence every bit of the result, is unchanged.
     m, n = values.shape
     out = np.empty(m, dtype=np.float64)
     tile = np.empty((n, _ROWS_AT_ONCE), dtype=np.float64)  # tile[j, k] = values[i + k, j]
