@@ -31,6 +31,11 @@ class FeatureSpec:
     indices_col: str | None = None
     values_col: str | None = None
 
+    @property
+    def columns(self) -> list[str]:
+        """The table columns that hold the features (one, or indices and values)."""
+        return [c for c in (self.features_col, self.indices_col, self.values_col) if c]
+
     @classmethod
     def detect(cls, names: list[str], features_col: str = "features") -> "FeatureSpec":
         if features_col in names:

@@ -196,7 +196,7 @@ class SparkEngine(Engine):
         from pyspark.sql import functions as F
 
         cols = [self.label_col] + ([self.qid_col] if self.qid_col else [])
-        cols += [self.spec.features_col] if self.spec.features_col else [self.spec.indices_col, self.spec.values_col]
+        cols += self.spec.columns
         df = df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id())
         P = self.num_partitions
         if self.placement == "executor":
@@ -245,8 +245,7 @@ class SparkEngine(Engine):
         ``None`` (nothing kept) when the rows must be shuffled after all."""
         from ..spark import parquet_blocks as pb
 
-        cols = [self.label_col, self.qid_col] + (
-            [self.spec.features_col] if self.spec.features_col else [self.spec.indices_col, self.spec.values_col])
+        cols = [self.label_col, self.qid_col, *self.spec.columns]
         try:
             row_groups = pb.plan_row_groups(self._parquet_files, cols)
         except OSError as exc:

@@ -31,7 +31,7 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
         return message
     from pyspark.sql import functions as F
 
-    cols = [label_col, qid_col] + ([spec.features_col] if spec.features_col else [spec.indices_col, spec.values_col])
+    cols = [label_col, qid_col, *spec.columns]
     try:
         rows = (df.where(F.col(qid_col) == F.lit(qid))
                 .select(*cols, F.col("_metadata.file_path").alias("__file"), F.col("_metadata.row_index").alias("__row"))

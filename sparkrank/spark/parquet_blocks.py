@@ -142,8 +142,7 @@ def build_task(owner: blocks.Owner, store_id: str, row_groups: list[RowGroup], r
 
     dtype = np.dtype(dtype_name).type
     max_features = max_features_limit()
-    columns = [label_col, qid_col] + ([spec.features_col] if spec.features_col else [spec.indices_col,
-                                                                                    spec.values_col])
+    columns = [label_col, qid_col, *spec.columns]
 
     def task(index, _):
         import pyarrow as pa

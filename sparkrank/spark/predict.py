@@ -17,7 +17,7 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     spec = FeatureSpec.detect(df.columns, features_col)
-    feature_cols = [c for c in (spec.features_col, spec.indices_col, spec.values_col) if c]
+    feature_cols = spec.columns
     keep = list(df.columns) if keep_features else [c for c in df.columns if c not in feature_cols]
     if score_col in keep:
         raise ValueError(f"predict: the data already has a column {score_col!r}; choose another score column")
