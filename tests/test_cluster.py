@@ -8,13 +8,15 @@ flags, executor memory, loopback driver address) lives in the cluster's ``spark-
 not on the command lines.
 
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Fault tests
-kill an executor JVM, a whole worker, or the driver right after iteration 2 (read from the
-job's log lines) and require the weights of an undisturbed run, bit for bit: the local
+kill an executor JVM right after iteration 2 and then a whole worker a few iterations later
+(one fit per solver), or the driver right after iteration 2 (iterations are read from the
+job's log lines), and require the weights of an undisturbed run, bit for bit: the local
 engine's model of the same data and settings (:func:`reference`), which the undisturbed
 README train job on this cluster must equal bit for bit
 (:func:`test_readme_train_job_runs_on_workers_without_the_venv`).  Every ``spark-submit``
-costs a driver JVM, two executor JVMs and their Python workers, so each test runs as few as
-its check needs and multi-job scenarios share their first jobs through module fixtures.
+costs a driver JVM, two executor JVMs and their Python workers (~30 s here), so each test
+runs as few as its check needs, one job carries several checks where it can, and multi-job
+scenarios share their first jobs through module fixtures.
 """
 
 from __future__ import annotations
