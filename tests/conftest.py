@@ -45,17 +45,14 @@ def spark():
 
     if os.path.isdir("/usr/lib/jvm/java-17-openjdk-amd64"):
         os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
-    from sparkrank.spark.session import get_session
-
     from cluster import FAST_JVM
 
-    from sparkrank.spark.session import QUIET_LOG4J
+    from sparkrank.spark.session import QUIET_LOG4J, get_session
 
-    conf = {"spark.sql.shuffle.partitions": "4", **lake_scheme_conf()}
-    if os.environ.get("SPARKRANK_TEST_FAST_JVM", "1") == "1":
-        # thousands of tiny jobs: the C2 compiler's and the parallel collector's threads cost
-        # more CPU than they save here (the quiet log4j option is get_session's default)
-        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} {FAST_JVM}"
+    conf = {"spark.sql.shuffle.partitions": "4", **lake_scheme_conf(),
+            # thousands of tiny jobs: the C2 compiler's and the parallel collector's threads
+            # cost more CPU than they save here (the quiet log4j option is get_session's default)
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} {FAST_JVM}"}
     session = get_session("local[2]", app_name="sparkrank-tests", conf=conf)
     yield session
     session.stop()
@@ -95,8 +92,9 @@ def lake_scheme_conf() -> dict:
 def cluster(tmp_path_factory):
     """The session's Spark standalone cluster (master + 2 one-core workers): started on first use,
     stopped at the end.  Only ``test_cluster.py`` uses it, and pytest-xdist's ``--dist loadfile``
-    (pyproject's addopts) runs a module in one test process, so one cluster serves the run.  Its workers run with a *plain* environment (no venv, no sparkrank, no
-    ``PYSPARK_PYTHON``).  Tests that kill a worker restart it before they return
+    (pyproject's addopts) runs a module in one test process, so one cluster serves the run.
+    Its workers run with a *plain* environment (no venv, no sparkrank, no ``PYSPARK_PYTHON``).
+    Tests that kill a worker restart it before they return
     (:meth:`StandaloneCluster.restart_worker`), so every test finds both workers alive."""
     from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM, ClusterError, StandaloneCluster, java_home
 
