@@ -182,3 +182,17 @@ def test_hive_partition_columns_are_left_to_spark(spark, tmp_path, caplog):
         _, engine = _fit(source, "spark", spark, num_partitions=2)
     assert "shuffling rows by day" in _engine_log(caplog)
     assert engine.summary.n_groups == 2
+
+
+def test_fewer_row_groups_than_partitions_are_shuffled(spark, tmp_path, caplog):
+    # one row group cannot feed two blocks: the direct build would leave a core idle in every pass
+    _write(str(tmp_path / "one.parquet"), np.repeat(np.arange(12), 10), 10_000, width=4, seed=5)
+    from sparkrank.io.sources import open_source
+
+    source = open_source(str(tmp_path))
+    local, _ = _fit(source, "local", spark)
+    with caplog.at_level(logging.INFO, logger="sparkrank.spark"):
+        on_spark, engine = _fit(source, "spark", spark, num_partitions=2)
+    text = _engine_log(caplog)
+    assert "1 Parquet row groups for 2 partitions" in text and "shuffling rows by qid" in text
+    assert len(engine.refs) == 2 and np.array_equal(on_spark, local)

@@ -112,7 +112,8 @@ class SparkEngine(Engine):
         Local Parquet files of which ``df`` is a plain, unfiltered scan.  In executor
         placement the blocks are then read from them directly, a run of row groups per
         block, without the JVM shuffle (:mod:`sparkrank.spark.parquet_blocks`), whenever
-        the rows of each query are contiguous in the files; otherwise rows are shuffled.
+        the rows of each query are contiguous in the files and there are at least as many
+        row groups as partitions; otherwise rows are shuffled.
     """
 
     def __init__(
@@ -254,6 +255,13 @@ class SparkEngine(Engine):
         if not row_groups:
             return None  # no rows, or a column Spark adds (a Hive partition): Spark reads them
         runs = pb.split_runs(row_groups, self.num_partitions)
+        if len(runs) < self.num_partitions:
+            # a block is a run of whole row groups: fewer blocks than partitions would leave
+            # cores idle in every later pass (a file written as one row group is one block)
+            log.info("the files have %d Parquet row groups for %d partitions; shuffling rows by %s instead",
+                     len(row_groups), self.num_partitions, self.qid_col)
+            self._parquet_files = []
+            return None
         task = pb.build_task(self.owner, self._new_store(), row_groups, runs, self.label_col, self.qid_col,
                              self.spec, self.dtype)
         log.info("building %d blocks (reading %d Parquet row groups of %d files straight into them)",
