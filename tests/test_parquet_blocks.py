@@ -135,16 +135,21 @@ def test_direct_build_gives_the_shuffled_and_the_local_model_bit_for_bit(spark, 
     assert np.array_equal(direct, local) and np.array_equal(by_shuffle, local)
 
 
-def test_queries_not_contiguous_in_the_files_fall_back_to_the_shuffle(spark, tmp_path, caplog):
+def _local_and_spark(spark, directory, caplog, num_partitions):
+    """The local model, the Spark model, its (closed) engine and the engine's log lines."""
     from sparkrank.io.sources import open_source
 
-    _write(str(tmp_path / "a.parquet"), [1] * 30 + [2] * 30 + [3] * 30, 20, width=4, seed=1)
-    _write(str(tmp_path / "b.parquet"), [4] * 25 + [1] * 25, 20, width=4, seed=2)  # qid 1 again
-    source = open_source(str(tmp_path))
+    source = open_source(str(directory))
     local, _ = _fit(source, "local", spark)
     with caplog.at_level(logging.INFO, logger="sparkrank.spark"):
-        on_spark, engine = _fit(source, "spark", spark, num_partitions=2)
-    text = _engine_log(caplog)
+        on_spark, engine = _fit(source, "spark", spark, num_partitions=num_partitions)
+    return local, on_spark, engine, _engine_log(caplog)
+
+
+def test_queries_not_contiguous_in_the_files_fall_back_to_the_shuffle(spark, tmp_path, caplog):
+    _write(str(tmp_path / "a.parquet"), [1] * 30 + [2] * 30 + [3] * 30, 20, width=4, seed=1)
+    _write(str(tmp_path / "b.parquet"), [4] * 25 + [1] * 25, 20, width=4, seed=2)  # qid 1 again
+    local, on_spark, engine, text = _local_and_spark(spark, tmp_path, caplog, 2)
     assert "not contiguous" in text and "shuffling rows by qid" in text
     assert engine.summary.n_groups == 4
     assert np.array_equal(on_spark, local)
@@ -187,12 +192,6 @@ def test_hive_partition_columns_are_left_to_spark(spark, tmp_path, caplog):
 def test_fewer_row_groups_than_partitions_are_shuffled(spark, tmp_path, caplog):
     # one row group cannot feed two blocks: the direct build would leave a core idle in every pass
     _write(str(tmp_path / "one.parquet"), np.repeat(np.arange(12), 10), 10_000, width=4, seed=5)
-    from sparkrank.io.sources import open_source
-
-    source = open_source(str(tmp_path))
-    local, _ = _fit(source, "local", spark)
-    with caplog.at_level(logging.INFO, logger="sparkrank.spark"):
-        on_spark, engine = _fit(source, "spark", spark, num_partitions=2)
-    text = _engine_log(caplog)
+    local, on_spark, engine, text = _local_and_spark(spark, tmp_path, caplog, 2)
     assert "1 Parquet row groups for 2 partitions" in text and "shuffling rows by qid" in text
     assert len(engine.refs) == 2 and np.array_equal(on_spark, local)
