@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -48,3 +49,38 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def process_tree() -> set[int]:
+    """This process and all its descendants (Linux ``/proc``): the Spark JVM and its Python workers."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                parents[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, frontier = {os.getpid()}, [os.getpid()]
+    while frontier:
+        p = frontier.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return tree
+
+
+def tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its descendants (reaped children included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in process_tree():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import growth_exponent, table, write_result  # noqa: E402
+from _common import growth_exponent, process_tree, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 
 
@@ -47,29 +47,9 @@ class TreeMemorySampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def _tree() -> set[int]:
-        parents: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    parents[int(entry)] = int(fields[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-        tree, frontier = {os.getpid()}, [os.getpid()]
-        while frontier:
-            p = frontier.pop()
-            for child, parent in parents.items():
-                if parent == p and child not in tree:
-                    tree.add(child)
-                    frontier.append(child)
-        return tree
-
     def _sample(self) -> tuple[int, int]:
         anon = rss = 0
-        for pid in self._tree():
+        for pid in process_tree():
             try:
                 with open(f"/proc/{pid}/status") as f:
                     for line in f:
@@ -95,20 +75,6 @@ class TreeMemorySampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-
-
-def tree_cpu_seconds() -> float:
-    """User + system CPU seconds of this process and its descendants (reaped children included)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in TreeMemorySampler._tree():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
 
 
 class PassCounter:

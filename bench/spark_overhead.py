@@ -6,7 +6,8 @@ Sets (float32 features, ~120 rows per query, 5 grades): m rows × 136 dense feat
 each ``--sizes`` entry, and 1M × 50,000 sparse with 50 non-zeros per row.  For each set and
 engine (local; Spark executor placement; Spark driver placement) it times one
 function+gradient pass at a fresh w, one Hessian-vector pass, and TRON's wall time per
-iteration over ``--iterations`` iterations from w = 0 (the engines take identical steps,
+iteration (and the CPU seconds of this process, the JVM and the Python workers per
+iteration) over ``--iterations`` iterations from w = 0 (the engines take identical steps,
 since their sums agree bit for bit, so per-iteration times compare like for like).  Prints
 the table and the Spark / local ratios; writes bench/results/spark_overhead.json.
 """
@@ -22,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import best_time, table, write_result  # noqa: E402
+from _common import best_time, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 
 from sparkrank.data.io import read_parquet  # noqa: E402
@@ -47,10 +48,13 @@ def measure(engine, n_features: int, iterations: int, repeat: int) -> dict:
     w = rng.normal(size=n_features) * 1e-2
     objective.value(w)
     t_hv = best_time(lambda: objective.hessian_vector(w, v), repeat)
+    cpu0 = tree_cpu_seconds()
     result = tron(SquaredHingeObjective(engine, C), tol=1e-12, max_iter=iterations)
+    cpu = tree_cpu_seconds() - cpu0
     cg = sum(r["cg_iter"] for r in result.history)
+    iters = max(result.iterations, 1)
     return {"f+g_s": t_fg, "Hv_s": t_hv, "tron_iters": result.iterations, "cg_steps": cg,
-            "s_per_iter": result.seconds / max(result.iterations, 1), "objective": result.objective}
+            "s_per_iter": result.seconds / iters, "cpu_s_per_iter": cpu / iters, "objective": result.objective}
 
 
 def main(argv=None) -> int:
@@ -91,16 +95,17 @@ def main(argv=None) -> int:
             assert r["tron_iters"] == local["tron_iters"] and r["cg_steps"] == local["cg_steps"], (r, local)
             rows.append({"set": name, "engine": f"spark-{placement}", "build_s": build, **r,
                          "ratio_iter": r["s_per_iter"] / local["s_per_iter"],
-                         "ratio_fg": r["f+g_s"] / local["f+g_s"], "ratio_hv": r["Hv_s"] / local["Hv_s"]})
+                         "ratio_fg": r["f+g_s"] / local["f+g_s"], "ratio_hv": r["Hv_s"] / local["Hv_s"],
+                         "ratio_cpu": r["cpu_s_per_iter"] / local["cpu_s_per_iter"]})
             print(table(rows[-1:], list(rows[-1])).splitlines()[-1], flush=True)
     cols = ["set", "engine", "build_s", "f+g_s", "Hv_s", "tron_iters", "cg_steps", "s_per_iter",
-            "ratio_fg", "ratio_hv", "ratio_iter"]
+            "cpu_s_per_iter", "ratio_fg", "ratio_hv", "ratio_iter", "ratio_cpu"]
     print()
     print(table(rows, cols))
     print("\nSpark / local per TRON iteration:")
     for r in rows:
         if "ratio_iter" in r:
-            print(f"  {r['set']:>26}  {r['engine']:>15}: {r['ratio_iter']:.2f}x")
+            print(f"  {r['set']:>26}  {r['engine']:>15}: {r['ratio_iter']:.2f}x wall, {r['ratio_cpu']:.2f}x CPU")
     print(f"\nwrote {write_result('spark_overhead', {'master': args.master, 'partitions': args.partitions, 'rows': rows})}")
     return 0
 

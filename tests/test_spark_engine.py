@@ -245,3 +245,28 @@ def test_long_spark_jobs_log_progress_lines(spark, caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("building blocks: ") and "tasks done" in m for m in lines), lines
     assert not any(m.startswith("quick") for m in lines)  # work shorter than `every` says nothing
+
+
+def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark, synthetic):
+    """Two per-task costs PySpark adds to every pass are gone: the full ``gc.collect()`` its
+    daemon runs after each task of a reused worker (sparkrank's tasks first freeze the heap,
+    ``spark/worker.py``) and the 40 ms delayed ACK of the worker's loopback TCP socket
+    (``get_session`` sets ``spark.python.unix.domain.socket.enabled``)."""
+    import gc
+
+    from sparkrank.spark import blocks
+    from sparkrank.spark.worker import worker_task
+
+    def frozen(rows):
+        for _ in rows:
+            pass
+        yield gc.get_freeze_count()
+
+    counts = spark.sparkContext.parallelize(range(4), 2).mapPartitions(worker_task(frozen)).collect()
+    assert len(counts) == 2 and min(counts) > 1000  # the worker's imported modules, at least
+    assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
+    # every task factory of a pass hands Spark the freezing wrapper
+    for task in (blocks.scores_task(None), blocks.gradient_task(None, {}, 1), blocks.labels_task(),
+                 blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.feature_stats_task(1),
+                 blocks.column_moments_task(None, None, None, {}, 1)):
+        assert task.__wrapped__.__name__ == "task"

@@ -42,6 +42,7 @@ from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..numerics.exact_sum import dd_add, rmatvec_dd
 from ..numerics.linalg import matvec
+from .worker import worker_task
 
 REF_SCHEMA = (
     "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "
@@ -224,7 +225,7 @@ def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str |
             ref["error"] = str(exc)
         yield pa.RecordBatch.from_pylist([ref], schema=_ref_arrow_schema())
 
-    return task
+    return worker_task(task)
 
 
 def feature_type(schema, spec) -> str:
@@ -456,7 +457,7 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
             grad = None if result.coef is None else _padded_tdot(block.X, result.coef, n_features)
             yield result.stats_dd(), grad, np.array([ref.n_rows, ref.n_groups])
 
-    return task
+    return worker_task(task)
 
 
 def scores_task(w_bc):
@@ -468,7 +469,7 @@ def scores_task(w_bc):
             if ref.n_rows:
                 yield ref.partition, matvec(open_block(ref.path, ref.width).X, w[: ref.width])
 
-    return task
+    return worker_task(task)
 
 
 def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
@@ -481,7 +482,7 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
                 start = row_start[ref.partition]
                 yield _padded_tdot(open_block(ref.path, ref.width).X, c[start: start + ref.n_rows], n_features)
 
-    return task
+    return worker_task(task)
 
 
 def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int):
@@ -505,7 +506,7 @@ def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_feature
             yield (stats, _padded_tdot(X, coef, n_features), _padded_tdot(X, coef, n_features, power=2),
                    np.array([ref.n_rows, ref.n_groups]))
 
-    return task
+    return worker_task(task)
 
 
 def add_moments(a: Any, b: Any):
@@ -528,7 +529,7 @@ def labels_task():
                 qid_rows = None if b.qids is None else np.repeat(b.qids, sizes)
                 yield ref.partition, np.array(b.groups.labels), qid_rows
 
-    return task
+    return worker_task(task)
 
 
 def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
@@ -542,7 +543,7 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
             shutil.rmtree(os.path.join(root, store_id), ignore_errors=True)
         yield 0
 
-    return task
+    return worker_task(task)
 
 
 def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
@@ -590,7 +591,7 @@ def feature_stats_task(n_features: int):
                 else:
                     yield FeatureStatistics.from_csr(X.indptr, X.indices, X.data, ref.n_rows, n_features)
 
-    return task
+    return worker_task(task)
 
 
 def merge_stats(a: Any, b: Any):

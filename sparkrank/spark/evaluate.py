@@ -6,6 +6,7 @@ import numpy as np
 
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from ..evaluation.metrics import DEFAULT_KS, per_group_metrics
+from .worker import worker_task
 
 
 def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = PREDICTION_COL,
@@ -44,4 +45,4 @@ def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid",
         cols = [pa.array(data.qids)] + [pa.array(per[n]) for n in names]
         yield pa.RecordBatch.from_arrays(cols, names=[qid_col] + names)
 
-    return scored.select(label_col, qid_col, score_col).repartition(qid_col).mapInArrow(task, schema)
+    return scored.select(label_col, qid_col, score_col).repartition(qid_col).mapInArrow(worker_task(task), schema)

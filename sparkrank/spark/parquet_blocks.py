@@ -32,6 +32,7 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from . import blocks
+from .worker import worker_task
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,7 @@ def build_task(owner: blocks.Owner, store_id: str, row_groups: list[RowGroup], r
             ref["error"] = f"{_UNREADABLE}{exc}"
         yield Row(**ref)
 
-    return task
+    return worker_task(task)
 
 
 #: The start of a reference's error when a file could not be read on an executor.

@@ -8,6 +8,7 @@ from ..conventions import PREDICTION_COL
 from ..data.arrow import FeatureSpec, table_to_csr
 from ..numerics.linalg import csr_dot
 from ..model import check_model_width
+from .worker import worker_task
 
 
 def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = PREDICTION_COL,
@@ -39,4 +40,4 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
             cols = [batch.column(batch.schema.get_field_index(c)) for c in keep]
             yield pa.RecordBatch.from_arrays(cols + [pa.array(s)], names=keep + [score_col])
 
-    return df.mapInArrow(score, schema)
+    return df.mapInArrow(worker_task(score), schema)

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..data.block import max_features_limit
 from ..data.svmlight import GZIP_MAGIC, QidLayout, SVMLightFile, SVMLightFormatError, gunzip, parse_svmlight_bytes
+from .worker import worker_task
 
 __all__ = ["read_svmlight_dataframe"]
 
@@ -266,7 +267,7 @@ def _split_task(names: dict[str, str], layout, schema, max_features):
                 if parsed.labels.size:
                     yield _to_batch(parsed, schema)
 
-    return task
+    return worker_task(task)
 
 
 def _parse_piece(raw: bytes, uri: str, name: str, start: int, first: int, layout, max_features) -> SVMLightFile:
@@ -338,4 +339,4 @@ def _whole_task(names: dict[str, str], layout, schema, max_features):
                 if parsed.labels.size:
                     yield _to_batch(parsed, schema)
 
-    return task
+    return worker_task(task)
