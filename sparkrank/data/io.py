@@ -50,9 +50,13 @@ def read_parquet(path: str | Path, **options) -> RankingData:
     return read_ranking_data(path, format="parquet", **options)
 
 
-def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = True) -> None:
+def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = True,
+                  row_group_size: int | None = None) -> None:
     """Write ``data`` in the ``indices``/``values`` layout (rows in input order by default) to a
-    local path or any Hadoop URI, atomically (:meth:`sparkrank.io.fs.FileSystem.write_bytes`)."""
+    local path or any Hadoop URI, atomically (:meth:`sparkrank.io.fs.FileSystem.write_bytes`).
+    ``row_group_size``: rows per Parquet row group (pyarrow's default: one group up to 1M rows);
+    the Spark engine reads a file with at least one row group per partition straight into its
+    blocks (``spark/parquet_blocks.py``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -78,5 +82,5 @@ def write_parquet(path: str | Path, data: RankingData, *, input_order: bool = Tr
     from ..io.fs import filesystem
 
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table, sink, row_group_size=row_group_size)
     filesystem(str(path)).write_bytes(str(path), sink.getvalue().to_pybytes())  # atomic, any URI
