@@ -499,7 +499,9 @@ def test_reported_gap_bounds_the_true_primal_suboptimality(scope):
     data, _ = make_ranking_data(600, 8, rows_per_group=30, n_levels=3, density=0.6, seed=9)
     options = {"scope": scope, "threshold": 1.0}
     default = train(data, solver="toppush", C=1.0, solver_options=options)
-    tight = train(data, solver="toppush", C=1.0, tol=1e-9, max_iter=100_000, solver_options=options)
+    # the reference optimum to a certified 1e-7 (2.3k iterations; 1e-9 takes 29k): its own error
+    # P(tight) − min P ≤ 1e-7·P is four orders below the 1e-3 gap checked here
+    tight = train(data, solver="toppush", C=1.0, tol=1e-7, max_iter=100_000, solver_options=options)
     s = default.summary
     assert s["converged"] and s["stopping_measure"] == "relative gap"
     assert s["stopping_value"] <= default.tol == 1e-3
@@ -509,4 +511,4 @@ def test_reported_gap_bounds_the_true_primal_suboptimality(scope):
     # every iteration's record (and log line) carries the gap
     gaps = [r["relative_gap"] for r in s["history"]]
     assert gaps[-1] <= 1e-3 < gaps[0]
-    assert tight.summary["stopping_value"] <= 1e-9
+    assert tight.summary["stopping_value"] <= 1e-7
