@@ -96,12 +96,12 @@ def _readme_command(cluster: StandaloneCluster, job: str, *args: str) -> list[st
     return [str(VENV_BIN / "spark-submit"), "--master", cluster.master_url, f"jobs/{job}", *args]
 
 
-def _submit(cluster: StandaloneCluster, job: str, *args: str, expect: int = 0) -> subprocess.CompletedProcess:
+def _submit(cluster: StandaloneCluster, job: str, *args: str) -> subprocess.CompletedProcess:
     r = subprocess.run(_readme_command(cluster, job, *args), cwd=REPO, env=_submit_env(cluster),
                        capture_output=True, text=True, timeout=SUBMIT_TIMEOUT)
     stem = cluster.base_dir / f"submit-{Path(job).stem}-{time.monotonic_ns()}"
     Path(f"{stem}.err").write_text(r.stderr)
-    assert r.returncode == expect, f"{job} exited {r.returncode}:\nstdout:\n{r.stdout}\nstderr (tail):\n{r.stderr[-6000:]}"
+    assert r.returncode == 0, f"{job} exited {r.returncode}:\nstdout:\n{r.stdout}\nstderr (tail):\n{r.stderr[-6000:]}"
     return r
 
 
