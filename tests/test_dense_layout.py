@@ -81,6 +81,18 @@ def test_auto_chooses_dense_for_letor_text_and_csr_for_sparse_text(tmp_path):
     assert sp.issparse(read_svmlight(write(tmp_path, full, "full.txt")).X)  # the default stays CSR
 
 
+@pytest.mark.parametrize("layout", ["sparse", "auto", "dense"])
+def test_load_svmlight_keeps_the_layout_it_read(tmp_path, layout):
+    """``load_svmlight(layout=...)`` hands back the rows as read (it once re-packed dense rows into CSR)."""
+    rng = np.random.default_rng(1)
+    lines = [f"{i % 3} qid:{i // 4} " + " ".join(f"{j}:{rng.random():.4f}" for j in range(1, 21)) for i in range(40)]
+    path = write(tmp_path, lines, "letor.txt")
+    data = svm.load_svmlight(path, layout=layout)
+    assert isinstance(data.X, np.ndarray) == (layout != "sparse")
+    csr = svm.load_svmlight(path)
+    assert np.array_equal(bits(dense_of(data)), bits(csr.X.toarray()))
+
+
 @pytest.mark.parametrize("layout", ["auto", "dense"])
 def test_a_line_wider_than_the_probe_reads_again_as_csr(tmp_path, monkeypatch, layout):
     monkeypatch.setattr(svm, "PROBE_BYTES", 64)  # the probe sees only the first lines

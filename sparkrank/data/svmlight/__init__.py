@@ -655,6 +655,6 @@ def load_svmlight(
     dtype = np.dtype(dtype).type
     f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based, max_features=max_features,
                       threads=threads, layout=layout)
-    return RankingData.from_arrays(f.X, f.labels, f.qid, dtype=dtype, n_features=n_features)
+    return RankingData.from_arrays(f.X, f.labels, f.qid, dtype=dtype, n_features=n_features, layout=layout)
 
 
