@@ -1,8 +1,9 @@
 """The local engine on several threads gives the one-thread model bit for bit, for every solver.
 
-Rows are cut by non-zeros for the products and groups by rows for the kernels
-(``sparkrank.engines.threads``); every sum is a double-double merged in chunk order, so
-the cut must not change a single bit of the objective, the gradient or the iterates.
+Groups are cut into tiles of a few MB of rows and the tiles into one run per thread (rows by
+non-zeros for a kernel that needs every group at once; ``sparkrank.engines.threads``); every
+sum is a double-double merged in order, so neither the tiles nor the threads may change a
+single bit of the objective, the gradient or the iterates.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ import scipy.sparse as sp
 
 from sparkrank.data.block import RankingData
 from sparkrank.datasets import make_ranking_data
+from sparkrank.engines import local
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.threads import balanced_cuts, check_threads
+from sparkrank.numerics.linalg import matvec
 from sparkrank.training import train
 
 from conftest import MQ2008, require
@@ -23,6 +26,14 @@ from conftest import MQ2008, require
 def _fit(data: RankingData, threads: int, **kw):
     with LocalEngine(data, threads=threads) as engine:
         return train(engine, **kw)
+
+
+@pytest.fixture(params=["one tile", "a group a tile", "a few groups a tile"])
+def tiles(request, monkeypatch):
+    """The fused pass's tile size: everything in one tile, or many (the reference fit uses one)."""
+    size = {"one tile": 1 << 40, "a group a tile": 1, "a few groups a tile": 4000}[request.param]
+    monkeypatch.setattr(local, "TILE_BYTES", size)
+    return size
 
 
 def _grouped() -> RankingData:
@@ -43,14 +54,54 @@ def _one_ranking_real_labels() -> RankingData:
     ("toppush", {"scope": "group"}),
     ("toppush", {"scope": "global"}),
 ])
-@pytest.mark.parametrize("threads", [2, 3, 7])
-def test_threads_give_the_one_thread_model_bitwise(solver, options, threads):
+@pytest.mark.parametrize("threads", [1, 2, 7])
+def test_threads_and_tiles_give_the_one_thread_model_bitwise(solver, options, threads, tiles, monkeypatch):
     data = _grouped()
     kw = dict(solver=solver, C=0.5, max_iter=15, solver_options=options)
-    one, many = _fit(data, 1, **kw), _fit(data, threads, **kw)
+    many = _fit(data, threads, **kw)
+    monkeypatch.setattr(local, "TILE_BYTES", 1 << 40)
+    one = _fit(data, 1, **kw)
     np.testing.assert_array_equal(many.weights, one.weights)
     assert many.summary["iterations"] == one.summary["iterations"]
     assert [r.get("objective") for r in many.summary["history"]] == [r.get("objective") for r in one.summary["history"]]
+
+
+@pytest.mark.parametrize("solver", ["tron", "ncg"])
+def test_dense_rows_in_tiles_on_threads_give_the_one_thread_model_bitwise(solver, monkeypatch):
+    data = _grouped()
+    dense = RankingData.from_arrays(data.X.toarray(), data.labels, np.repeat(data.qids, data.groups.group_sizes),
+                                    layout="dense")
+    monkeypatch.setattr(local, "TILE_BYTES", 4000)
+    many = _fit(dense, 3, solver=solver, C=0.5, max_iter=15)
+    monkeypatch.setattr(local, "TILE_BYTES", 1 << 40)
+    np.testing.assert_array_equal(many.weights, _fit(data, 1, solver=solver, C=0.5, max_iter=15).weights)
+
+
+def test_a_pass_at_the_point_of_the_last_one_reuses_its_scores(monkeypatch):
+    """The preconditioner's pass at TRON's new iterate follows the value's pass at the same point:
+    it skips ``X·v``, and a pass at any other point (the vector changed in place, too) does not."""
+    from sparkrank.kernels.losses import SquaredHingeKernel, SupportPairDiagonalKernel
+
+    data = _grouped()
+    products = []
+    monkeypatch.setattr(local, "matvec", lambda *a: products.append(a[2]) or matvec(*a))
+    monkeypatch.setattr(local, "TILE_BYTES", 4000)
+    w = np.random.default_rng(2).normal(size=data.n_features)
+    with LocalEngine(data, threads=2) as engine, LocalEngine(data, threads=1) as fresh:
+        value = engine.run(w, SquaredHingeKernel())
+        tiles = len(products)
+        assert tiles > 3  # one product per tile
+        moments = engine.column_moments(w, SupportPairDiagonalKernel())
+        assert len(products) == tiles  # the same point: no product
+        expected = fresh.column_moments(w.copy(), SupportPairDiagonalKernel())
+        for got, want in ((moments.first, expected.first), (moments.second, expected.second),
+                          (moments.stats, expected.stats)):
+            np.testing.assert_array_equal(got, want)
+        w[0] += 1.0  # changed in place: a new point
+        again = engine.run(w, SquaredHingeKernel())
+        assert len(products) == 3 * tiles
+        np.testing.assert_array_equal(again.gradient, fresh.run(w, SquaredHingeKernel()).gradient)
+        assert not np.array_equal(again.gradient, value.gradient)
 
 
 @pytest.mark.parametrize("solver", ["tron", "bmrm"])

@@ -83,7 +83,8 @@ def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None =
     """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``.
 
     ``X`` is CSR: scipy, or any object with its ``indptr`` / ``indices`` / ``data``.  With
-    ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count (``c`` has all rows).
+    ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count: ``c`` holds either every row
+    of ``X`` or just those ``b - a``.
     """
     a, b, c = _row_range(X, c, power, rows)
     # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
@@ -102,7 +103,9 @@ def _row_range(X, c, power: int, rows):
     if power not in (1, 2):
         raise ValueError(f"power must be 1 or 2, got {power!r}")
     a, b = (0, X.shape[0]) if rows is None else rows
-    return a, b, np.ascontiguousarray(c[a:b], dtype=np.float64)
+    if c.shape[0] != b - a:  # c of every row
+        c = c[a:b]
+    return a, b, np.ascontiguousarray(c, dtype=np.float64)
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:
