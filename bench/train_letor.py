@@ -53,7 +53,6 @@ def whole_process(args) -> int:
     from _synthetic import synthetic_svmlight
 
     svm = synthetic_svmlight(args.rows, args.features)
-    runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         cmds = {
             "sparkrank float64": [sys.executable, "-m", "sparkrank", "train", "--engine", "local", "--solver", "tron",
@@ -63,10 +62,12 @@ def whole_process(args) -> int:
         if args.liblinear:
             # -s 8: L2-regularized L2-loss RankSVM by TRON (lee-lin2014), the AA-tree counting
             cmds[LIBLINEAR] = [args.liblinear, "-s", "8", "-c", "1", "-q", str(svm), f"{tmp}/MODEL"]
-        for name, cmd in cmds.items():
+        runs = {name: [] for name in cmds}
+        for i in range(args.repeat):
+            # round robin: a slow spell of the machine hits every program alike, not just one;
             # a fresh model path per run: no program is asked to replace an existing file
-            runs[name] = [run_measured([a.replace("MODEL", f"model-{len(name)}-{i}") for a in cmd])
-                          for i in range(args.repeat)]
+            for name, cmd in cmds.items():
+                runs[name].append(run_measured([a.replace("MODEL", f"model-{len(name)}-{i}") for a in cmd]))
     medians = {name: {k: statistics.median(r[k] for r in rs) for k in MEASURES} for name, rs in runs.items()}
     parse = parse_seconds(svm, args.repeat)
     print(f"\n{svm.name}: {svm.stat().st_size / 1e6:.0f} MB, median of {args.repeat} (MB = MiB of peak RSS)")
