@@ -1,16 +1,19 @@
-"""Both cores for the in-process engine: row chunks, group chunks and a fixed-order merge.
+"""Both cores for the in-process engine: contiguous runs of work and a fixed-order merge.
 
 The local engine splits its one block the way the Spark engine splits data into
 partitions, only with threads instead of executors:
 
-* ``X·v`` and ``Xᵀ·c`` run over contiguous **row chunks** of about equal non-zeros; the
-  numba kernels are compiled ``nogil`` so threads run them truly in parallel;
-* the score-space kernel runs over contiguous **group chunks** (a query group never
-  splits, exactly as in the Spark engine's executor placement), each with its own state.
+* a pass runs over **tiles** of whole query groups (a group never splits, exactly as in
+  the Spark engine's executor placement), one contiguous run of tiles per thread of about
+  equal bytes; each tile computes its ``X·v``, its score-space kernel (with its own state)
+  and its ``Xᵀ·c``; the numba kernels are compiled ``nogil`` so threads run them truly in
+  parallel;
+* a kernel that needs every group at once gets all scores, computed over contiguous
+  **row chunks** of about equal non-zeros, and its ``Xᵀ·c`` over the same chunks.
 
-Why the model stays bit for bit the same for any thread count (and equal to Spark's): a
-row's score is computed by one thread from the same operands; ``Xᵀc`` and the kernels'
-statistics are double-double sums (:mod:`sparkrank.numerics.exact_sum`) merged in chunk
+Why the model stays bit for bit the same for any thread count and tile size (and equal to
+Spark's): a row's score is computed by one thread from the same operands; ``Xᵀc`` and the
+kernels' statistics are double-double sums (:mod:`sparkrank.numerics.exact_sum`) merged in
 order and rounded once, so how the rows are cut does not change the rounded result; and a
 group's kernel output depends only on that group.
 """
