@@ -125,19 +125,16 @@ class LocalEngine(Engine):
 
     # -- one pass ---------------------------------------------------------------------------
     def _pass(self, vector, kernel: ScoreKernel, states: list | None, powers: tuple[int, ...]):
-        """``X·v``, the kernel, and ``(X∘…∘X)ᵀc`` for each of ``powers`` (if the kernel gives ``c``).
+        """``X·v``, the kernel, and for each of ``powers`` ``Xᵀc`` (1) or ``(X∘X)ᵀc`` (2) of its ``c``.
 
         Returns the kernels' results in row order (their states are what ``states`` must be on a
-        later pass) and the rounded sums, one per power, or ``None`` without coefficients.
+        later pass) and the rounded sums, one per power, or ``None`` when the kernel gives no ``c``.
         """
         self.passes += 1
         v = np.ascontiguousarray(vector, dtype=np.float64)
         scores = self._scores.get(v)
-        if kernel.spans_groups:
-            results, sums = self._whole_pass(v, scores, kernel, states, powers)
-        else:
-            results, sums = self._tiled_pass(v, scores, kernel, states, powers)
-        return results, sums
+        whole_or_tiled = self._whole_pass if kernel.spans_groups else self._tiled_pass
+        return whole_or_tiled(v, scores, kernel, states, powers)
 
     def _tiled_pass(self, v, scores, kernel, states, powers):
         # A tile's rows are read from memory once: its X·v, its groups' kernel and its Xᵀc run
