@@ -46,6 +46,11 @@ class RememberedScores:
         self._vector, self._scores = v.copy(), scores
 
 
+def _round_sum(parts: list) -> np.ndarray:
+    """Double-double partial sums added in list order and rounded once."""
+    return dd_round(reduce(dd_add, parts))
+
+
 class LocalEngine(Engine):
     """Runs every pass in this process over one :class:`RankingData` block.
 
@@ -87,12 +92,10 @@ class LocalEngine(Engine):
         else:
             bytes_at = X.indptr[g.offsets].astype(np.int64) * (X.data.itemsize + X.indices.itemsize)
         tile_cuts = balanced_cuts(bytes_at, max(1, -(-int(bytes_at[-1]) // TILE_BYTES)))
-        tiles = [(g.slice(a, b), (int(g.offsets[a]), int(g.offsets[b])))
-                 for a, b in zip(tile_cuts[:-1].tolist(), tile_cuts[1:].tolist())]
+        self._tiles = [(g.slice(a, b), (int(g.offsets[a]), int(g.offsets[b])))
+                       for a, b in zip(tile_cuts[:-1].tolist(), tile_cuts[1:].tolist())]
         run_cuts = balanced_cuts(bytes_at[tile_cuts], self.threads).tolist()
-        self._tiles = [tiles[a:b] for a, b in zip(run_cuts[:-1], run_cuts[1:])]
-        self._first_tile = run_cuts[:-1]
-        self._n_tiles = len(tiles)
+        self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
 
     @property
@@ -145,14 +148,15 @@ class LocalEngine(Engine):
         if fresh:
             scores = np.empty(self.data.n_rows, dtype=np.float64)
         if states is None:
-            states = [None] * self._n_tiles
+            states = [None] * len(self._tiles)
 
-        def chunk(tiles, first_tile):
+        def run_of_tiles(run: tuple[int, int]):
+            first, last = run
             results, partials = [], [None] * len(powers)
-            for t, (groups, (a, b)) in enumerate(tiles):
+            for (groups, (a, b)), state in zip(self._tiles[first:last], states[first:last]):
                 if fresh:
                     scores[a:b] = matvec(X, v, (a, b))
-                r = kernel(groups, scores[a:b], states[first_tile + t])
+                r = kernel(groups, scores[a:b], state)
                 results.append(r)
                 if r.coef is not None:
                     for k, power in enumerate(powers):
@@ -160,14 +164,14 @@ class LocalEngine(Engine):
                         partials[k] = part if partials[k] is None else dd_add(partials[k], part)
             return results, partials
 
-        done = self._runner.map(chunk, self._tiles, self._first_tile)
-        self._scores.keep(v, scores)
+        done = self._runner.map(run_of_tiles, self._runs)
+        if fresh:
+            self._scores.keep(v, scores)
         results = [r for rs, _ in done for r in rs]
         if results[0].coef is None:
             return results, None
-        # double-double partials merged in chunk order and rounded once, as Spark merges blocks
-        return results, [dd_round(reduce(dd_add, [p[k] for _, p in done if p[k] is not None]))
-                         for k in range(len(powers))]
+        # the runs' partials merged in run order and rounded once, as Spark merges blocks
+        return results, [_round_sum([p[k] for _, p in done if p[k] is not None]) for k in range(len(powers))]
 
     def _whole_pass(self, v, scores, kernel, states, powers):
         # a kernel that sees every group at once (one global ranking's top, say): all scores first
@@ -178,10 +182,10 @@ class LocalEngine(Engine):
         result = kernel(self.data.groups, scores, None if states is None else states[0])
         if result.coef is None:
             return [result], None
-        return [result], [dd_round(reduce(dd_add, self._runner.map(lambda rows: rmatvec_dd(X, result.coef, power, rows),
-                                                                   self._row_chunks)))
+        return [result], [_round_sum(self._runner.map(lambda rows: rmatvec_dd(X, result.coef, power, rows),
+                                                      self._row_chunks))
                           for power in powers]
 
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:
-        return dd_round(reduce(dd_add, [r.stats_dd() for r in results]))
+        return _round_sum([r.stats_dd() for r in results])
