@@ -33,6 +33,32 @@ def explicit_pairs(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
     return np.concatenate(upper or [np.zeros(0, int)]), np.concatenate(lower or [np.zeros(0, int)])
 
 
+def pytest_configure(config):
+    """Fill numba's cache once, before the test processes start, when a kernel's source is newer
+    than its cache (``tests/warm_numba.py`` says why): its two parts run side by side in
+    subprocesses of the controlling pytest process.  ``SPARKRANK_WARM_NUMBA=0`` skips it."""
+    import os
+    import subprocess
+    import sys
+
+    from warm_numba import cache_is_stale
+
+    if hasattr(config, "workerinput") or os.environ.get("SPARKRANK_WARM_NUMBA", "1") == "0":
+        return  # an xdist worker: the controller has warmed the cache
+    if not cache_is_stale():
+        return
+    script = Path(__file__).with_name("warm_numba.py")
+    repo = script.parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, str(script), part], cwd=repo, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for part in ("a", "b")]
+    for part, proc in zip("ab", procs):
+        out, _ = proc.communicate()
+        if proc.returncode:  # the tests that need these kernels will say what is wrong
+            print(f"warming numba's cache (part {part}) failed:\n{out[-2000:]}", file=sys.stderr)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -7,16 +7,21 @@ is active (its ``bin`` first on ``PATH``).  Cluster-side tuning for a small mach
 flags, executor memory, loopback driver address) lives in the cluster's ``spark-defaults.conf``,
 not on the command lines.
 
-Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Fault tests
-kill an executor JVM right after iteration 2 and then a whole worker a few iterations later
-(one fit per solver), or the driver right after iteration 2 (iterations are read from the
-job's log lines), and require the weights of an undisturbed run, bit for bit: the local
-engine's model of the same data and settings (:func:`reference`), which the undisturbed
-README train job on this cluster must equal bit for bit
-(:func:`test_readme_train_job_runs_on_workers_without_the_venv`).  Every ``spark-submit``
-costs a driver JVM, two executor JVMs and their Python workers (~30 s here), so each test
-runs as few as its check needs, one job carries several checks where it can, and multi-job
-scenarios share their first jobs through module fixtures.
+Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Every
+``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~30 s and
+~50 CPU-seconds here), so one job carries as many checks as it can: 8 submissions in all.
+
+* The README's train job (TRON) loses an executor JVM after iteration 2 and a whole worker
+  after iteration 4, and must still give the weights of an undisturbed run bit for bit: the
+  local engine's model of the same data and settings (:func:`reference`).  Its model feeds the
+  README's evaluate job; the convert job makes the evaluate job's input.
+* A BMRM fit loses an executor, a worker and then its driver; the same command with
+  ``--resume`` must end in the undisturbed BMRM model, bit for bit.
+* On a Hive-partitioned lake filtered by ``--where``, the tune job (every fit from w = 0) refits
+  the kept rows exactly as the local engine does, and the predict job scores them with its model.
+
+Iterations are read from the jobs' log lines; faults are ``kill -9`` of processes this module
+started (or that the cluster started for it).
 """
 
 from __future__ import annotations
@@ -60,7 +65,6 @@ def data(tmp_path_factory):
     return out
 
 
-SOLVER_ARGS = {"tron": TRON, "bmrm": BMRM}
 #: the same settings as keyword arguments of :func:`sparkrank.training.train`
 SOLVER_KWARGS = {"tron": {"solver": "tron", "C": 1.0, "tol": 1e-6}, "bmrm": {"solver": "bmrm", "C": 0.01, "tol": 1e-2}}
 
@@ -160,10 +164,11 @@ def _weights(path: Path) -> np.ndarray:
     return RankingModel.load(path).weights
 
 
-def _block_bytes(cluster: StandaloneCluster, app_id: str) -> int:
-    """Bytes of the sparkrank block files of application ``app_id`` under the workers' local directories."""
+def _block_bytes(cluster: StandaloneCluster, app_id: str, workers: tuple[int, ...] | None = None) -> int:
+    """Bytes of the sparkrank block files of application ``app_id`` under the local directories
+    of ``workers`` (1-based; default all)."""
     total = 0
-    for i in range(1, cluster.n_workers + 1):
+    for i in workers or range(1, cluster.n_workers + 1):
         for d, _, files in os.walk(cluster.local_dir(i)):
             if "sparkrank-blocks-" in d and f"{os.sep}{app_id}" in d:
                 for f in files:
@@ -174,13 +179,51 @@ def _block_bytes(cluster: StandaloneCluster, app_id: str) -> int:
     return total
 
 
-# -- the README's jobs ----------------------------------------------------------------------------
+# -- the README's jobs, and the faults they survive ------------------------------------------------
+#: The iteration after which worker 2 is killed, once the executor killed at iteration 2 has been
+#: replaced and the fit goes on (TRON converges in 7 iterations here, BMRM in 13), and the one
+#: after which BMRM's driver is killed.
+WORKER_KILL_ITERATION = {"tron": 4, "bmrm": 5}
+DRIVER_KILL_ITERATION = 8
+
+
+def _app_id(log: str) -> str:
+    return re.search(r"spark application (app-[0-9-]+)", log).group(1)
+
+
+def _kill_an_executor_of(cluster: StandaloneCluster, worker: int) -> int:
+    pids = cluster.executor_pids(worker)
+    assert pids, f"worker {worker} runs no executor"
+    os.kill(pids[0], signal.SIGKILL)
+    return pids[0]
+
+
 @pytest.fixture(scope="module")
 def readme_model(cluster, data, tmp_path_factory) -> Path:
-    """The model written by ``jobs/train.py`` as the README prints it (TRON)."""
+    """The model written by ``jobs/train.py`` as the README prints it (TRON), in a run that loses
+    worker 1's executor JVM (``kill -9``) after iteration 2 and then the whole worker 2 (its
+    executor, its block files and kept kernel states are gone for good) after iteration 4; its
+    log beside it (``.log``).  One submission serves the README's train line, both faults and
+    the evaluate job's model: the model must be the undisturbed one bit for bit, so the faults
+    cannot hide in it."""
     path = tmp_path_factory.mktemp("readme-train") / "model.json"
-    r = _submit(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(path), *TRON)
-    path.with_suffix(".log").write_text(r.stdout + r.stderr)
+    job = Job(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(path), *TRON)
+    worker_killed = False
+    try:
+        job.wait_for_iteration(2)
+        _kill_an_executor_of(cluster, 1)
+        job.wait_for_iteration(WORKER_KILL_ITERATION["tron"])
+        cluster.kill("worker-2")
+        worker_killed = True
+        rc = job.finish()
+    finally:
+        if job.proc.poll() is None:
+            job.kill_driver()
+        if worker_killed:
+            cluster.restart_worker(2)  # the next test finds both workers alive
+    path.with_suffix(".log").write_text(job.log)
+    assert rc == 0, f"the README train job failed after the faults ({rc}):\n{job.log[-8000:]}"
+    print(f"block files left by the killed worker: {_block_bytes(cluster, _app_id(job.log), (2,))} bytes")
     return path
 
 
@@ -192,10 +235,12 @@ def readme_test_parquet(cluster, data, tmp_path_factory) -> Path:
     return test
 
 
-def test_readme_train_job_runs_on_workers_without_the_venv(readme_model, reference):
+def test_readme_train_job_runs_on_workers_without_the_venv_and_survives_a_lost_executor_and_worker(
+        readme_model, reference):
     raw = json.loads(readme_model.read_text())
     assert raw["summary"]["engine"] == "spark" and raw["summary"]["converged"], raw["summary"]
-    assert "reading 4 Parquet row groups" in readme_model.with_suffix(".log").read_text()  # no shuffle
+    log = readme_model.with_suffix(".log").read_text()
+    assert "reading 4 Parquet row groups" in log  # blocks read straight from the file (no shuffle), then rebuilt
     np.testing.assert_array_equal(_weights(readme_model), reference("tron"))
 
 
@@ -234,71 +279,47 @@ def test_executors_without_sparkrank_fail_fast_with_the_fix(cluster, data, tmp_p
     print(f"failed in {seconds:.1f}s")
 
 
-# -- faults ---------------------------------------------------------------------------------------
-#: The iteration after which worker 2 is killed, once the executor killed at iteration 2 has been
-#: replaced and the fit goes on (TRON converges in 7 iterations here, BMRM in 13).
-WORKER_KILL_ITERATION = {"tron": 4, "bmrm": 5}
-
-
-@pytest.mark.parametrize("solver", ["tron", "bmrm"])
-def test_fit_survives_a_killed_executor_and_then_a_killed_worker(cluster, data, reference, tmp_path, solver):
-    """One fit, two faults: ``kill -9`` of worker 1's executor JVM after iteration 2 (the worker
-    starts a new executor), then of the whole worker 2 (its executor, its block files and kept
-    kernel states are gone for good); the model must still be the undisturbed one, bit for bit."""
-    killed = []
-
-    def kill_executor():
-        pids = cluster.executor_pids(1)
-        assert pids, "worker 1 runs no executor"
-        os.kill(pids[0], signal.SIGKILL)
-        killed.append(pids[0])
-
-    model = tmp_path / "model.json"
-    job = Job(cluster, "train.py", "--input", str(data / "train.parquet"), "--model", str(model),
-              *SOLVER_ARGS[solver])
-    worker_killed = False
-    try:
-        job.wait_for_iteration(2)
-        kill_executor()
-        job.wait_for_iteration(WORKER_KILL_ITERATION[solver])
-        cluster.kill("worker-2")
-        worker_killed = True
-        rc = job.finish()
-    finally:
-        if job.proc.poll() is None:
-            job.kill_driver()
-        if worker_killed:
-            cluster.restart_worker(2)  # the next test finds both workers alive
-    assert rc == 0, f"the job failed after the faults ({rc}):\n{job.log[-8000:]}"
-    assert killed and "Parquet row groups" in job.log  # blocks read straight from the file, then rebuilt
-    np.testing.assert_array_equal(_weights(model), reference(solver))
-    # a crashed worker cannot clean up: its executor's directory (blocks included) stays behind
-    app_id = re.search(r"spark application (app-[0-9-]+)", job.log).group(1)
-    print(f"block files left by the killed worker: {_block_bytes(cluster, app_id)} bytes")
-
-
-def test_killed_driver_resumes_from_the_cli(cluster, data, reference, tmp_path):
+def test_bmrm_survives_a_lost_executor_and_worker_and_resumes_after_a_killed_driver(cluster, data, reference,
+                                                                                    tmp_path):
+    """One BMRM fit, three faults: ``kill -9`` of worker 1's executor JVM after iteration 2, of
+    the whole worker 2 after iteration 5 (restarted at once: the application may get a new
+    executor there), and of the driver (``spark-submit`` and its Python) after iteration 8.
+    The application's block files go with it (a killed driver's application is ended by the
+    master, and the workers delete its directories; the killed worker's stay behind), and the
+    same command with ``--resume`` ends in the undisturbed model, bit for bit."""
     ck = tmp_path / "checkpoints"
-    args = ("--input", str(data / "train.parquet"), "--model", str(tmp_path / "model.json"), *TRON,
+    args = ("--input", str(data / "train.parquet"), "--model", str(tmp_path / "model.json"), *BMRM,
             "--checkpoint-dir", str(ck))
     job = Job(cluster, "train.py", *args)
-    job.wait_for_iteration(2)
-    job.kill_driver()
-    app_id = re.search(r"spark application (app-[0-9-]+)", job.log).group(1)
-    left = _block_bytes(cluster, app_id)
-    # the master notices the lost driver and the workers delete the application's directories
+    try:
+        job.wait_for_iteration(2)
+        _kill_an_executor_of(cluster, 1)
+        job.wait_for_iteration(WORKER_KILL_ITERATION["bmrm"])
+        cluster.kill("worker-2")
+        cluster.restart_worker(2)
+        job.wait_for_iteration(DRIVER_KILL_ITERATION)
+    finally:
+        job.kill_driver()
+        if cluster.alive_workers() < cluster.n_workers:
+            cluster.restart_worker(2)
+    assert "Parquet row groups" in job.log
+    app_id = _app_id(job.log)
+    left = _block_bytes(cluster, app_id, (1,))
+    # the master notices the lost driver and worker 1 (alive throughout) deletes the application's
+    # directories; the crashed worker 2 cleaned nothing, so its old directories stay behind
     deadline = time.monotonic() + 60
     while cluster.state().get("activeapps") and time.monotonic() < deadline:
         time.sleep(0.5)
-    while _block_bytes(cluster, app_id) and time.monotonic() < deadline + 2:
+    while _block_bytes(cluster, app_id, (1,)) and time.monotonic() < deadline + 2:
         time.sleep(0.25)
-    after = _block_bytes(cluster, app_id)
-    print(f"block files of the killed application: {left} bytes right after the kill, {after} after it ended")
+    after = _block_bytes(cluster, app_id, (1,))
+    print(f"block files of the killed application on worker 1: {left} bytes right after the kill, {after} after "
+          f"it ended; {_block_bytes(cluster, app_id, (2,))} bytes left on worker 2 by its crash")
     assert left > 0 and after == 0
 
     r = _submit(cluster, "train.py", *args, "--resume")
     assert "resuming from" in r.stdout + r.stderr
-    np.testing.assert_array_equal(_weights(tmp_path / "model.json"), reference("tron"))
+    np.testing.assert_array_equal(_weights(tmp_path / "model.json"), reference("bmrm"))
 
 
 # -- data lake: every job with ``file://`` URIs on a Hive-partitioned lake filtered by ``--where`` (issue 9)
@@ -308,7 +329,9 @@ WHERE = "day >= '2026-11-02'"
 @pytest.fixture(scope="module")
 def lake(cluster, tmp_path_factory):
     """A 3-day Hive-partitioned lake under ``root``, ``uri`` = ``file://root``, the rows the
-    :data:`WHERE` filter keeps, and ``models/m.json`` written there by ``jobs/train.py``."""
+    :data:`WHERE` filter keeps, and ``models/best.json`` and ``tune.json`` written there by
+    ``jobs/tune.py`` (2 folds, C in {0.5, 1}, every fit from w = 0, so the refit at the best C
+    is the same fit as a local train of the kept rows)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -326,19 +349,23 @@ def lake(cluster, tmp_path_factory):
         if day >= 2:
             kept.append((X, part.labels, qid))
     uri = f"file://{root}"
-    _submit(cluster, "train.py", "--input", f"{uri}/lake", "--where", WHERE, "--model", f"{uri}/models/m.json",
-            "--partitions", "2", *TRON)
+    _submit(cluster, "tune.py", "--input", f"{uri}/lake", "--where", WHERE, "--folds", "2", "--C-grid", "0.5", "1",
+            "--cold-start", "--partitions", "2", "--solver", "tron", "--tol", "1e-6", "--model", f"{uri}/models/best.json",
+            "--output-json", f"{uri}/tune.json")
     return root, uri, kept
 
 
-def test_lake_train_job_with_where_equals_local_on_the_kept_rows(lake):
+def test_lake_tune_job_with_where_refits_the_kept_rows_like_local(lake):
     from sparkrank.data.block import RankingData
     from sparkrank.training import train
 
     root, _, kept = lake
+    best_C = json.loads((root / "tune.json").read_text())["best_C"]
+    assert best_C in (0.5, 1.0)
     local = train(RankingData.from_arrays(np.vstack([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
-                                          np.concatenate([k[2] for k in kept])), **SOLVER_KWARGS["tron"])
-    np.testing.assert_allclose(_weights(root / "models" / "m.json"), local.weights, rtol=1e-9, atol=1e-12)
+                                          np.concatenate([k[2] for k in kept])),
+                  **{**SOLVER_KWARGS["tron"], "C": best_C})
+    np.testing.assert_allclose(_weights(root / "models" / "best.json"), local.weights, rtol=1e-9, atol=1e-12)
 
 
 def test_lake_predict_job_partitions_by_day(cluster, lake):
@@ -347,15 +374,8 @@ def test_lake_predict_job_partitions_by_day(cluster, lake):
     import pyarrow.parquet as pq
 
     root, L, _ = lake
-    _submit(cluster, "predict.py", "--model", f"{L}/models/m.json", "--input", f"{L}/lake", "--where", WHERE,
+    _submit(cluster, "predict.py", "--model", f"{L}/models/best.json", "--input", f"{L}/lake", "--where", WHERE,
             "--output", f"{L}/scores", "--partition-by", "day", "--rank")
     days = sorted(p.name for p in (root / "scores").iterdir() if p.name.startswith("day="))
     assert days == ["day=2026-11-02", "day=2026-11-03"]
     assert pq.read_table(root / "scores").num_rows == 1200
-
-
-def test_lake_tune_job_with_where(cluster, lake):
-    root, L, _ = lake
-    _submit(cluster, "tune.py", "--input", f"{L}/lake", "--where", WHERE, "--folds", "2", "--C-grid", "0.5", "1",
-            "--model", f"{L}/models/best.json", "--output-json", f"{L}/tune.json")
-    assert json.loads((root / "tune.json").read_text())["best_C"] in (0.5, 1.0)

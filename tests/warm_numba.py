@@ -1,0 +1,85 @@
+"""Fill numba's on-disk cache before the test processes start: ``python tests/warm_numba.py PART``.
+
+Why: after a fresh checkout every kernel compiles on first use, and the suite's processes (two
+pytest-xdist workers, the Python workers of the embedded Spark session and of the standalone
+cluster's executors, the CLI subprocesses) all start at once, find the cache empty and compile
+the same kernels side by side: tens of CPU-seconds each, on two cores.  ``conftest.py`` runs
+the parts below in two processes at the start of the session; each part compiles a disjoint
+share of the common signatures (float64 and float32 values, CSR and dense rows, every solver,
+the SVMlight reader and writer, the metrics), so later processes load them from the cache.
+:func:`cache_is_stale` tells whether there is anything to do (it costs milliseconds, so a run
+of one test module does not pay the two parts' imports).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+PACKAGE = Path(__file__).resolve().parents[1] / "sparkrank"
+
+
+def cache_is_stale(package: Path = PACKAGE) -> bool:
+    """True if a module with cached numba functions has no cache index newer than its source,
+    as after a checkout or an edit (numba throws away an index older than its source file).
+    A cheap test, not an exact one: it does not look at every function and signature."""
+    for source in package.rglob("*.py"):
+        if "cache=True" not in source.read_text(encoding="utf-8", errors="replace"):
+            continue
+        indexes = list((source.parent / "__pycache__").glob(f"{source.stem}.*.nbi"))
+        if not indexes or max(i.stat().st_mtime for i in indexes) < source.stat().st_mtime:
+            return True
+    return False
+
+
+def _problem(dtype=np.float64, layout: str = "sparse"):
+    from sparkrank.data.block import RankingData
+    from sparkrank.datasets import make_ranking_data
+
+    data, _ = make_ranking_data(200, 5, rows_per_group=20, n_levels=3, seed=1)
+    X = data.X.toarray() if layout == "dense" else data.X
+    qid = np.repeat(data.qids, np.diff(data.groups.offsets))
+    return RankingData.from_arrays(X, data.labels, qid, dtype=dtype, layout=layout)
+
+
+def _train_and_evaluate(data, solvers: tuple[str, ...]) -> None:
+    from sparkrank.engines.local import LocalEngine
+    from sparkrank.evaluation.evaluate import evaluate_model
+    from sparkrank.training import train
+
+    with LocalEngine(data, threads=1) as engine:
+        for solver in solvers:
+            evaluate_model(train(engine, solver=solver, C=0.1, max_iter=3), engine)
+
+
+def _svmlight(dtype) -> None:
+    from sparkrank.data.svmlight import load_svmlight, write_svmlight
+
+    data = _problem(dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "warm.txt"
+        write_svmlight(path, data.X, data.labels, np.repeat(data.qids, np.diff(data.groups.offsets)))
+        load_svmlight(str(path), dtype=dtype)
+        load_svmlight(str(path), dtype=dtype, layout="dense")
+
+
+def part_a() -> None:
+    _train_and_evaluate(_problem(), ("tron", "bmrm"))
+    _train_and_evaluate(_problem(np.float64, "dense"), ("tron",))
+    _svmlight(np.float64)
+
+
+def part_b() -> None:
+    _train_and_evaluate(_problem(), ("ncg", "toppush"))
+    _train_and_evaluate(_problem(np.float32), ("tron",))
+    _svmlight(np.float32)
+
+
+PARTS = {"a": part_a, "b": part_b}
+
+if __name__ == "__main__":
+    PARTS[sys.argv[1]]()
