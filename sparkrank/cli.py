@@ -835,10 +835,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The ``sparkrank`` console script: :func:`main`, then exit with its status."""
+    # This process owns the interpreter.  What the imports built (numba's ~100k compiler and
+    # typing objects, ~770 modules) lives until exit: in the permanent generation the full
+    # collections that the run's allocations trigger do not walk it again (whole-process
+    # TRON on 300k x 136: median 4.66 -> 4.50 s over 6 alternating runs).
+    gc.freeze()
     status = main()
-    # The process ends here: move every object to the permanent generation so the
-    # interpreter's shutdown does not run the cyclic collector over numba's ~100k
-    # compiler objects (0.15 s of every run); memory goes back to the OS at exit anyway.
+    # The process ends here: freeze what the run made too, so the interpreter's shutdown does
+    # not run the cyclic collector over it (0.15 s of every run); memory goes back to the OS
+    # at exit anyway.
     gc.freeze()
     sys.exit(status)
 
