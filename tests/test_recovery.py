@@ -52,8 +52,11 @@ def _drop_states_after(engine: SparkEngine, iteration: int, dropped: list):
 
 
 @pytest.mark.parametrize("solver", ["tron", "toppush"])
-def test_lost_kernel_states_are_recomputed_bitwise(spark, synthetic, solver, caplog):
+def test_lost_kernel_states_are_recomputed_bitwise(spark, synthetic, solver, caplog, monkeypatch):
+    from sparkrank.engines import tiles
+
     _, path = synthetic
+    monkeypatch.setattr(tiles, "TILE_BYTES", 3000)  # several tiles per block: a state per tile
     options = {"max_iter": 20} if solver == "toppush" else {}  # passes, backtracking included
     with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=3) as engine:
         undisturbed = train(engine, solver=solver, C=0.1, **options)

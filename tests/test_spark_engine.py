@@ -55,6 +55,22 @@ def test_spark_placements_equal_local(spark, synthetic, synthetic_local, placeme
             assert rel(model.weights, local.weights) <= 1e-8, solver
 
 
+def test_executor_tiles_give_the_local_model_bit_for_bit(spark, synthetic, synthetic_local, monkeypatch):
+    """Blocks cut into many tiles on the executors (4 kB here, 8 MB by default) for the fused
+    pass (``engines/tiles.py``): the local engine's models, bit for bit, and the same counts."""
+    from sparkrank.engines import tiles
+
+    data, path = synthetic
+    monkeypatch.setattr(tiles, "TILE_BYTES", 4000)
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=3) as engine:
+        assert engine.tile_bytes == 4000
+        for solver, tol in SYNTHETIC_TOL.items():
+            model = train(engine, solver=solver, C=0.05, tol=tol)
+            local = synthetic_local[solver]
+            assert model.summary["iterations"] == local.summary["iterations"], solver
+            np.testing.assert_array_equal(model.weights, local.weights)
+
+
 def test_executor_blocks_never_split_a_group(spark, synthetic):
     data, path = synthetic
     from sparkrank.spark.blocks import open_block

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from sparkrank.data.block import RankingData
 from sparkrank.datasets import make_ranking_data
-from sparkrank.engines import local
+from sparkrank.engines import tiles as tiling
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.threads import balanced_cuts, check_threads
 from sparkrank.numerics.linalg import matvec
@@ -32,7 +32,7 @@ def _fit(data: RankingData, threads: int, **kw):
 def tiles(request, monkeypatch):
     """The fused pass's tile size: everything in one tile, or many (the reference fit uses one)."""
     size = {"one tile": 1 << 40, "a group a tile": 1, "a few groups a tile": 4000}[request.param]
-    monkeypatch.setattr(local, "TILE_BYTES", size)
+    monkeypatch.setattr(tiling, "TILE_BYTES", size)
     return size
 
 
@@ -59,7 +59,7 @@ def test_threads_and_tiles_give_the_one_thread_model_bitwise(solver, options, th
     data = _grouped()
     kw = dict(solver=solver, C=0.5, max_iter=15, solver_options=options)
     many = _fit(data, threads, **kw)
-    monkeypatch.setattr(local, "TILE_BYTES", 1 << 40)
+    monkeypatch.setattr(tiling, "TILE_BYTES", 1 << 40)
     one = _fit(data, 1, **kw)
     np.testing.assert_array_equal(many.weights, one.weights)
     assert many.summary["iterations"] == one.summary["iterations"]
@@ -71,9 +71,9 @@ def test_dense_rows_in_tiles_on_threads_give_the_one_thread_model_bitwise(solver
     data = _grouped()
     dense = RankingData.from_arrays(data.X.toarray(), data.labels, np.repeat(data.qids, data.groups.group_sizes),
                                     layout="dense")
-    monkeypatch.setattr(local, "TILE_BYTES", 4000)
+    monkeypatch.setattr(tiling, "TILE_BYTES", 4000)
     many = _fit(dense, 3, solver=solver, C=0.5, max_iter=15)
-    monkeypatch.setattr(local, "TILE_BYTES", 1 << 40)
+    monkeypatch.setattr(tiling, "TILE_BYTES", 1 << 40)
     np.testing.assert_array_equal(many.weights, _fit(data, 1, solver=solver, C=0.5, max_iter=15).weights)
 
 
@@ -84,8 +84,8 @@ def test_a_pass_at_the_point_of_the_last_one_reuses_its_scores(monkeypatch):
 
     data = _grouped()
     products = []
-    monkeypatch.setattr(local, "matvec", lambda *a: products.append(a[2]) or matvec(*a))
-    monkeypatch.setattr(local, "TILE_BYTES", 4000)
+    monkeypatch.setattr(tiling, "matvec", lambda *a: products.append(a[2]) or matvec(*a))
+    monkeypatch.setattr(tiling, "TILE_BYTES", 4000)
     w = np.random.default_rng(2).normal(size=data.n_features)
     with LocalEngine(data, threads=2) as engine, LocalEngine(data, threads=1) as fresh:
         value = engine.run(w, SquaredHingeKernel())

@@ -20,14 +20,7 @@ from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd
 from ..numerics.linalg import matvec
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
-
-
-#: Bytes of ``X`` in a tile of the fused pass (a run of whole groups): small enough that the
-#: rows are still in the last-level cache when ``Xᵀc`` reads them right after ``X·v`` and the
-#: kernel, large enough that a tile's few Python calls cost nothing next to its arithmetic
-#: (300k x 136 float64 rows on 2 cores, a TRON fit: 2 MB tiles 2.0 s, 8-24 MB 1.7 s, one tile
-#: per thread 2.5 s).
-TILE_BYTES = 8 << 20
+from .tiles import fused_pass, make_tiles, stats_sum
 
 
 class RememberedScores:
@@ -85,16 +78,10 @@ class LocalEngine(Engine):
         # rows cut into chunks of about equal non-zeros (dense rows: equal rows)
         row_cuts = balanced_cuts(np.arange(X.shape[0] + 1) if isinstance(X, np.ndarray) else X.indptr, self.threads)
         self._row_chunks = list(zip(row_cuts[:-1].tolist(), row_cuts[1:].tolist()))
-        # groups cut into tiles of about TILE_BYTES of X (a group never splits), the tiles into
-        # one run per thread of about equal bytes
-        if isinstance(X, np.ndarray):
-            bytes_at = g.offsets.astype(np.int64) * (X.shape[1] * X.itemsize)
-        else:
-            bytes_at = X.indptr[g.offsets].astype(np.int64) * (X.data.itemsize + X.indices.itemsize)
-        tile_cuts = balanced_cuts(bytes_at, max(1, -(-int(bytes_at[-1]) // TILE_BYTES)))
-        self._tiles = [(g.slice(a, b), (int(g.offsets[a]), int(g.offsets[b])))
-                       for a, b in zip(tile_cuts[:-1].tolist(), tile_cuts[1:].tolist())]
-        run_cuts = balanced_cuts(bytes_at[tile_cuts], self.threads).tolist()
+        # groups cut into tiles (engines/tiles.py), the tiles into one run per thread of about
+        # equal bytes
+        self._tiles, bytes_at_tiles = make_tiles(X, g)
+        run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
 
@@ -140,29 +127,16 @@ class LocalEngine(Engine):
         return whole_or_tiled(v, scores, kernel, states, powers)
 
     def _tiled_pass(self, v, scores, kernel, states, powers):
-        # A tile's rows are read from memory once: its X·v, its groups' kernel and its Xᵀc run
-        # back to back while the rows are in cache (both products stream X: separately they
-        # read it twice, and on two cores the memory, not the arithmetic, is the limit).
+        # each thread runs the fused pass (engines/tiles.py) over its run of tiles
         X = self.data.X
         fresh = scores is None
         if fresh:
             scores = np.empty(self.data.n_rows, dtype=np.float64)
-        if states is None:
-            states = [None] * len(self._tiles)
 
         def run_of_tiles(run: tuple[int, int]):
             first, last = run
-            results, partials = [], [None] * len(powers)
-            for (groups, (a, b)), state in zip(self._tiles[first:last], states[first:last]):
-                if fresh:
-                    scores[a:b] = matvec(X, v, (a, b))
-                r = kernel(groups, scores[a:b], state)
-                results.append(r)
-                if r.coef is not None:
-                    for k, power in enumerate(powers):
-                        part = rmatvec_dd(X, r.coef, power, (a, b))
-                        partials[k] = part if partials[k] is None else dd_add(partials[k], part)
-            return results, partials
+            return fused_pass(X, self._tiles[first:last], v, kernel, None if states is None else states[first:last],
+                              powers, scores, fresh)
 
         done = self._runner.map(run_of_tiles, self._runs)
         if fresh:
@@ -188,4 +162,4 @@ class LocalEngine(Engine):
 
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:
-        return _round_sum([r.stats_dd() for r in results])
+        return dd_round(stats_sum(results))

@@ -48,6 +48,7 @@ from ..spark import blocks
 from ..spark.errors import ClusterError
 from ..spark.locate import locate_row_error
 from ..spark.progress import job_progress
+from . import tiles
 from .base import (
     ColumnMoments,
     DataSummary,
@@ -159,6 +160,8 @@ class SparkEngine(Engine):
         self.num_partitions = num_partitions or self.sc.defaultParallelism
         self.dtype = np.dtype(dtype).name
         self.aggregation_depth = aggregation_depth
+        # the executors' tile size, fixed for the engine's life: kept states are one per tile
+        self.tile_bytes = tiles.TILE_BYTES
         self._requested_features = n_features
         self._state_ids = itertools.count(1)
         self._released: list[int] = []
@@ -421,7 +424,8 @@ class SparkEngine(Engine):
         released = tuple(self._released)
         out_id = next(self._state_ids) if keep_state else None
         with self._broadcast(vector, recipe if replay else None) as (bw, recipe_bc):
-            task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc)
+            task = blocks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc,
+                                             self.tile_bytes)
             total = self._tree_sum(task, blocks.add_pair)
         if isinstance(total, blocks.MissingStates):
             if out_id is not None:  # states some partitions wrote in this failed attempt
@@ -462,8 +466,8 @@ class SparkEngine(Engine):
         driver_stats = None
         with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
-                total = self._tree_sum(blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features),
-                                       blocks.add_moments)
+                total = self._tree_sum(blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features,
+                                                                  self.tile_bytes), blocks.add_moments)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
                 driver_stats = dd_round(result.stats_dd())

@@ -40,7 +40,8 @@ import numpy as np
 
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
-from ..numerics.exact_sum import dd_add, rmatvec_dd
+from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd
 from ..numerics.linalg import matvec
 from .worker import worker_task
 
@@ -345,9 +346,26 @@ def open_block(path: str, width: int) -> Block:
     return block
 
 
+_TILES: dict[tuple[str, int | None], list[Tile]] = {}
+
+
+def block_tiles(path: str, block: Block, kernel, tile_bytes: int | None) -> list[Tile]:
+    """The block's groups cut into tiles for the fused pass (``engines/tiles.py``; cached per
+    Python worker like the block).  A kernel that needs every group at once gets one tile."""
+    if kernel.spans_groups:
+        return [Tile(block.groups, 0, int(block.groups.offsets[-1]))]
+    key = (path, tile_bytes)
+    tiles = _TILES.get(key)
+    if tiles is None:
+        tiles = _TILES[key] = make_tiles(block.X, block.groups, tile_bytes)[0]
+    return tiles
+
+
 def remove_store(paths: list[str]) -> None:
     for path in paths:
         _OPEN.pop(path, None)
+        for key in [k for k in _TILES if k[0] == path]:
+            del _TILES[key]
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -410,8 +428,9 @@ def _write_state(path: str, state_id: int, state) -> None:
     os.replace(tmp, _state_file(path, state_id))  # a killed task never leaves half a state
 
 
-def replay_state(block: Block, ref, recipe: StateRecipe):
-    """Recompute a lost state from its recipe chain (bitwise what the original passes made)."""
+def replay_state(block: Block, tiles: list[Tile], ref, recipe: StateRecipe):
+    """Recompute a lost state (one per tile) from its recipe chain (bitwise what the original
+    passes made)."""
     chain = recipe.chain()
     state, start = None, len(chain)
     for i, r in enumerate(chain):  # the newest ancestor still on disk
@@ -419,16 +438,18 @@ def replay_state(block: Block, ref, recipe: StateRecipe):
         if found is not None:
             state, start = found, i
             break
+    scores = np.empty(ref.n_rows, dtype=np.float64)
     for r in reversed(chain[:start]):
-        scores = matvec(block.X, r.vector[: ref.width])
-        state = r.kernel(block.groups, scores, state).state
+        results, _ = fused_pass(block.X, tiles, r.vector[: ref.width], r.kernel, state, (), scores)
+        state = [result.state for result in results]
     _write_state(ref.path, recipe.state_id, state)
     return state
 
 
 def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
-                       released: tuple[int, ...], recipe_bc=None):
-    """Executor mode: ``X·w``, the kernel on this block's groups, ``Xᵀc``; keeps state on disk.
+                       released: tuple[int, ...], recipe_bc=None, tile_bytes: int | None = None):
+    """Executor mode: the fused pass over this block's tiles (``X·w``, the kernel on each
+    tile's groups, ``Xᵀc``; ``engines/tiles.py``); keeps the tiles' states on disk.
 
     A missing input state yields :class:`MissingStates` (no task failure, so Spark does not
     retry in vain) unless ``recipe_bc`` (a broadcast :class:`StateRecipe`) is given; then it
@@ -441,21 +462,22 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
             if ref.n_rows == 0:
                 continue
             block = open_block(ref.path, ref.width)
+            tiles = block_tiles(ref.path, block, kernel, tile_bytes)
             _drop_states(ref.path, released)
-            state = None
+            states = None
             if in_state is not None:
-                state = _read_state(ref.path, in_state)
-                if state is None:
+                states = _read_state(ref.path, in_state)
+                if states is None:
                     if recipe_bc is None:
                         yield MissingStates(frozenset([ref.partition]))
                         continue
-                    state = replay_state(block, ref, recipe_bc.value)
-            scores = matvec(block.X, w[: ref.width])
-            result = kernel(block.groups, scores, state)
+                    states = replay_state(block, tiles, ref, recipe_bc.value)
+            results, (grad,) = fused_pass(block.X, tiles, w[: ref.width], kernel, states, (1,),
+                                          np.empty(ref.n_rows, dtype=np.float64))
             if out_state is not None:
-                _write_state(ref.path, out_state, result.state)
-            grad = None if result.coef is None else _padded_tdot(block.X, result.coef, n_features)
-            yield result.stats_dd(), grad, np.array([ref.n_rows, ref.n_groups])
+                _write_state(ref.path, out_state, [r.state for r in results])
+            grad = None if grad is None else _padded(grad, n_features)
+            yield stats_sum(results), grad, np.array([ref.n_rows, ref.n_groups])
 
     return worker_task(task)
 
@@ -485,10 +507,11 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
     return worker_task(task)
 
 
-def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int):
+def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int,
+                        tile_bytes: int | None = None):
     """``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block, as double-doubles (no kernel state).
 
-    Executor mode (``kernel`` given): the kernel runs on this block's groups at ``X·w``.
+    Executor mode (``kernel`` given): the fused pass over the block's tiles at ``X·w``.
     Driver mode (``kernel=None``): ``c`` is this partition's slice of the broadcast ``c_bc``.
     """
 
@@ -496,15 +519,18 @@ def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_feature
         for ref in refs:
             if ref.n_rows == 0:
                 continue
-            X = open_block(ref.path, ref.width).X
+            block = open_block(ref.path, ref.width)
+            counts = np.array([ref.n_rows, ref.n_groups])
             if kernel is not None:
-                result = kernel(open_block(ref.path, ref.width).groups, matvec(X, w_bc.value[: ref.width]), None)
-                stats, coef = result.stats_dd(), result.coef
+                results, (first, second) = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
+                                                      w_bc.value[: ref.width], kernel, None, (1, 2),
+                                                      np.empty(ref.n_rows, dtype=np.float64))
+                yield stats_sum(results), _padded(first, n_features), _padded(second, n_features), counts
             else:
                 start = row_start[ref.partition]
-                stats, coef = (np.zeros(0), np.zeros(0)), c_bc.value[start: start + ref.n_rows]
-            yield (stats, _padded_tdot(X, coef, n_features), _padded_tdot(X, coef, n_features, power=2),
-                   np.array([ref.n_rows, ref.n_groups]))
+                coef = c_bc.value[start: start + ref.n_rows]
+                yield ((np.zeros(0), np.zeros(0)), _padded_tdot(block.X, coef, n_features),
+                       _padded_tdot(block.X, coef, n_features, power=2), counts)
 
     return worker_task(task)
 
@@ -548,7 +574,12 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
 
 def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
     """``Xᵀc`` (or ``(X∘X)ᵀc`` with ``power=2``) of one block as a double-double padded to ``n_features``."""
-    hi, lo = rmatvec_dd(X, coef, power)
+    return _padded(rmatvec_dd(X, coef, power), n_features)
+
+
+def _padded(dd: DoubleDouble, n_features: int) -> DoubleDouble:
+    """A block's double-double column sums (its width) padded with zeros to ``n_features``."""
+    hi, lo = dd
     pad = n_features - hi.shape[0]
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
 
