@@ -153,8 +153,10 @@ class Job:
         return "".join(self.lines)
 
     def kill_driver(self) -> None:
-        """``kill -9`` spark-submit and the Python driver it started (one process group)."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
+        """``kill -9`` spark-submit and the Python driver it started (one process group), unless
+        the job has already ended (then a failed wait, not this, is what the test reports)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.finish()
 
 
