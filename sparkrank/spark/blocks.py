@@ -17,8 +17,11 @@ the worker deletes when the application ends (even a killed one); in local mode 
 ``spark.local.dir`` (``/tmp``), cleaned by :meth:`SparkEngine.close`, by the driver's exit
 hook, and by :func:`sweep_stale_applications` at the next start.
 
-Kernel state (TRON's sorted scores, TopPush's dual iterates) is kept beside the block as a
-file, but the driver also keeps its *recipe* (:class:`StateRecipe`: the vector and kernel
+A pass over a block is the in-process engine's fused pass (``engines/tiles.py``): the block's
+groups cut into tiles of ~8 MB, each tile's ``X·w``, kernel and ``Xᵀc`` while it is in cache.
+
+Kernel state (TRON's sorted scores, TopPush's dual iterates; one per tile) is kept beside the
+block as a file, but the driver also keeps its *recipe* (:class:`StateRecipe`: the vector and kernel
 of the pass that made it, and the recipe of that pass's input state).  A state lost with
 its executor is recomputed from the rebuilt block by replaying the recipe: the same
 arithmetic on the same bytes, so the fit continues bit for bit.
