@@ -11,7 +11,7 @@ quiet start add `--driver-java-options -Dlog4j2.configurationFile=file:<sparkran
 
 import sys
 
-from sparkrank.cli import main
+from sparkrank.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main(["evaluate", "--engine", "spark", *sys.argv[1:]]))
+    run(["evaluate", "--engine", "spark", *sys.argv[1:]])

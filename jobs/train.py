@@ -13,7 +13,7 @@ quiet start add `--driver-java-options -Dlog4j2.configurationFile=file:<sparkran
 
 import sys
 
-from sparkrank.cli import main
+from sparkrank.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main(["train", "--engine", "spark", *sys.argv[1:]]))
+    run(["train", "--engine", "spark", *sys.argv[1:]])

@@ -19,7 +19,7 @@ and best model).
 
 import sys
 
-from sparkrank.cli import main
+from sparkrank.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main(["tune", "--engine", "spark", *sys.argv[1:]]))
+    run(["tune", "--engine", "spark", *sys.argv[1:]])

@@ -29,6 +29,7 @@ from .data.block import DataError, check_max_features, feature_limit
 from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
 from .io.outputs import WRITE_MODES
+from .kernels.startup import defer_numba_blas_probe
 from .spark.errors import ClusterError
 from .solvers.registry import SOLVERS
 
@@ -833,14 +834,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def run() -> None:
-    """The ``sparkrank`` console script: :func:`main`, then exit with its status."""
+def run(argv: list[str] | None = None) -> None:
+    """The ``sparkrank`` console script (and the ``jobs/`` scripts): :func:`main` on ``argv``
+    (default ``sys.argv[1:]``), then exit with its status."""
+    # numba's first dispatch would import scipy.linalg only to probe for BLAS (0.25 s, ~13 MB)
+    defer_numba_blas_probe()
     # This process owns the interpreter.  What the imports built (numba's ~100k compiler and
     # typing objects, ~770 modules) lives until exit: in the permanent generation the full
     # collections that the run's allocations trigger do not walk it again (whole-process
     # TRON on 300k x 136: median 4.66 -> 4.50 s over 6 alternating runs).
     gc.freeze()
-    status = main()
+    status = main(argv)
     # The process ends here: freeze what the run made too, so the interpreter's shutdown does
     # not run the cyclic collector over it (0.15 s of every run); memory goes back to the OS
     # at exit anyway.

@@ -98,14 +98,17 @@ class RankingData:
         Labels and group structure of the stored rows.
     qids : ndarray (G,) or None
         The group id of each group (``None`` for one global ranking).
+    input_order : int64 ndarray (m,) or None
+        Input position of each stored row; ``None`` when the rows kept their input order
+        (the common case of group-contiguous input: no O(m) array is held for it).
     row_order : int64 ndarray (m,)
-        Input position of each stored row.
+        Input position of each stored row, always as an array (made on demand).
     """
 
     X: "sp.csr_matrix | np.ndarray"
     groups: QueryGroups
     qids: np.ndarray | None
-    row_order: np.ndarray
+    input_order: np.ndarray | None = None
 
     @classmethod
     def from_arrays(
@@ -157,7 +160,7 @@ class RankingData:
             X = _with_width(X, n_features)
         _check_finite(X, y)
         if qid is None:
-            order = np.arange(m, dtype=np.int64)
+            order = None
             offsets = np.array([0, m], dtype=np.int64)
             qids = None
         else:
@@ -170,10 +173,16 @@ class RankingData:
             if q.dtype.kind == "O":
                 q = q.astype(str)
             order, offsets, qids = _group_rows(q)
-        if not np.array_equal(order, np.arange(m)):
+        if order is not None:
             X = X[order]
             y = y[order]
         return cls(X, QueryGroups.from_offsets(y, offsets), qids, order)
+
+    @property
+    def row_order(self) -> np.ndarray:
+        if self.input_order is None:
+            return np.arange(self.n_rows, dtype=np.int64)
+        return self.input_order
 
     @property
     def n_rows(self) -> int:
@@ -193,26 +202,29 @@ class RankingData:
             return self
         if n_features < self.n_features:
             raise DataError(f"data has {self.n_features} feature columns, more than the model's {n_features}")
-        return RankingData(_with_width(self.X, n_features), self.groups, self.qids, self.row_order)
+        return RankingData(_with_width(self.X, n_features), self.groups, self.qids, self.input_order)
 
     def to_input_order(self, values: np.ndarray) -> np.ndarray:
         """Reorder a per-row array from stored order back to input order."""
+        if self.input_order is None:
+            return np.array(values)
         out = np.empty_like(values)
         out[self.row_order] = values
         return out
 
 
-def _group_rows(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stable grouping of rows by qid; keeps the order of first appearance when contiguous."""
+def _group_rows(q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Stable grouping of rows by qid: ``(order, offsets, qids)``, with ``order`` ``None`` when
+    the groups are already contiguous (the rows keep their input order)."""
     m = q.shape[0]
     if m == 0:
-        return np.zeros(0, np.int64), np.zeros(1, np.int64), q[:0]
+        return None, np.zeros(1, np.int64), q[:0]
     change = np.ones(m, dtype=bool)
     change[1:] = q[1:] != q[:-1]
     starts = np.flatnonzero(change)
     run_ids = q[starts]
     if np.unique(run_ids).size == run_ids.size:  # already contiguous: keep input order
-        return np.arange(m, dtype=np.int64), np.append(starts, m).astype(np.int64), run_ids
+        return None, np.append(starts, m).astype(np.int64), run_ids
     order = np.argsort(q, kind="stable").astype(np.int64)
     qs = q[order]
     change = np.ones(m, dtype=bool)

@@ -139,7 +139,7 @@ class LocalEngine(Engine):
                               powers, scores, fresh)
 
         done = self._runner.map(run_of_tiles, self._runs)
-        if fresh:
+        if fresh and states is None:  # a Hessian pass's X·v is never asked for again: let it go
             self._scores.keep(v, scores)
         results = [r for rs, _ in done for r in rs]
         if results[0].coef is None:

@@ -79,8 +79,9 @@ def _sort_small_groups(scores, offsets, order, max_rows):
 def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Row indices ordered by ascending score inside each group (groups stay in place).
 
-    The order of tied scores is unspecified (the sweeps do not depend on it)."""
-    order = np.empty(scores.shape[0], dtype=np.int64)
+    The order of tied scores is unspecified (the sweeps do not depend on it).  int32 (half the
+    memory of a state TRON keeps per point) unless the rows could overflow it."""
+    order = np.empty(scores.shape[0], dtype=np.int32 if scores.shape[0] < 2**31 else np.int64)
     _sort_small_groups(scores, offsets, order, _NUMPY_SORT_MIN_ROWS)
     # numpy's vectorised sort is several times faster than numba's on large groups
     for g in np.flatnonzero(np.diff(offsets) > _NUMPY_SORT_MIN_ROWS):
@@ -298,7 +299,7 @@ def count_support_pairs(
     values : float64 array (m,), optional
         Values summed over each row's support partners (``p`` for lee-lin2014's ``α``,
         ``Xv`` for ``γ``); zeros when omitted.
-    order : int64 array (m,), optional
+    order : int32 or int64 array (m,), optional
         :func:`sort_within_groups` of ``scores``, if already computed (TRON reuses it for
         every Hessian-vector product at the same ``w``).
     margin : float
@@ -330,7 +331,7 @@ def count_support_pairs(
     if order is None:
         order = sort_within_groups(scores, groups.offsets)
     else:
-        order = np.ascontiguousarray(order, dtype=np.int64)
+        order = np.ascontiguousarray(order, dtype=order.dtype if order.dtype in (np.int32, np.int64) else np.int64)
     threaded = m >= _THREADED_MIN_ROWS
     with_labels = method == "rbtree"
     sorted_scores = np.empty(m)

@@ -1,4 +1,5 @@
-"""What every sparkrank task does first on a Python worker: freeze the worker's heap.
+"""What every sparkrank task does first on a Python worker: freeze the worker's heap (and,
+in a worker's first task, skip numba's import-time BLAS probe: :mod:`sparkrank.kernels.startup`).
 
 PySpark's daemon runs a full ``gc.collect()`` after every task of a reused Python worker
 (``pyspark/daemon.py``).  A full collection walks every tracked object, and a worker that
@@ -19,6 +20,8 @@ import functools
 import gc
 from typing import Callable, TypeVar
 
+from ..kernels.startup import defer_numba_blas_probe
+
 F = TypeVar("F", bound=Callable)
 
 
@@ -28,6 +31,7 @@ def worker_task(task: F) -> F:
 
     @functools.wraps(task)
     def run(*args, **kwargs):
+        defer_numba_blas_probe()  # a dictionary lookup after the worker's first task
         gc.freeze()
         return task(*args, **kwargs)
 

@@ -1,0 +1,56 @@
+"""numba's start-up in processes sparkrank owns: the BLAS probe is deferred, nothing is lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_deferred_probe_skips_scipy_linalg_and_np_dot_still_compiles():
+    done = _python("""
+        import sys
+        import numba
+        import numpy as np
+        from sparkrank.kernels.startup import defer_numba_blas_probe
+
+        assert defer_numba_blas_probe() is True
+        assert defer_numba_blas_probe() is False  # once per process
+        import numba.np.arraymath as arraymath
+        import numba.np.linalg as numba_linalg
+        assert arraymath._HAVE_BLAS is False
+        assert arraymath.ensure_blas is numba_linalg.ensure_blas  # the real probe is back
+
+        from sparkrank.data.svmlight import parse_svmlight_bytes  # a cached kernel's first dispatch
+        f = parse_svmlight_bytes(b"2 qid:1 1:0.5 2:1\\n0 qid:1 1:0.25 2:3\\n")
+        assert f.labels.tolist() == [2.0, 0.0]
+        assert "scipy.linalg" not in sys.modules
+
+        @numba.njit
+        def dot(a, b):
+            return np.dot(a, b)
+
+        a = np.arange(5.0)
+        assert dot(a, a) == 30.0  # np.dot checks for BLAS when it is compiled
+        assert "scipy.linalg" in sys.modules
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_console_script_never_imports_scipy_linalg(tmp_path):
+    model = tmp_path / "model.json"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "sparkrank", "train", "--engine", "local",
+                           "--input", "sample:train", "--model", str(model), "-q"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert model.exists()
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "numba.np.arraymath" in imported  # the kernels ran
+    assert "scipy.linalg" not in imported
