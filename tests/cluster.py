@@ -13,7 +13,8 @@ ends the processes by PID only (each runs in its own session, so executor JVMs t
 worker forked go with it).  ``docker/compose.yaml`` is the same topology in containers.
 
     with StandaloneCluster(tmp_path, n_workers=2) as cluster:
-        subprocess.run([cluster.spark_submit, "--master", cluster.master_url, ...], env=cluster.env)
+        subprocess.run([cluster.spark_submit, "--master", cluster.master_url, ...],
+                       env={**os.environ, **cluster.submit_env})
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 # Short-lived JVMs on a small machine: C1 only and the serial collector start faster and leave the
 # cores to the Python workers.
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-#: The test cluster's ``spark-defaults.conf``: tuning for a small machine (fast JVM flags, executor
-#: memory, loopback driver address), kept off the job command lines so they stay as the README prints them.
+#: The test cluster's spark-submit settings (:attr:`StandaloneCluster.submit_env`): tuning for a small
+#: machine (fast JVM flags, executor memory, loopback driver address), kept off the job command lines
+#: so they stay as the README prints them.
 CLUSTER_SPARK_DEFAULTS = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -123,12 +125,21 @@ class StandaloneCluster:
     extra_env : dict, optional
         More environment for the daemons (and hence the executors they fork), e.g. PYTHONPATH.
     spark_defaults : dict, optional
-        Written to ``conf/spark-defaults.conf``, read by ``spark-submit`` runs that use
-        :attr:`submit_env` (cluster-side tuning that keeps the job command lines as printed).
+        Settings of every ``spark-submit`` run with :attr:`submit_env` (cluster-side tuning
+        that keeps the job command lines as printed), given to it as ``SPARK_SUBMIT_OPTS``
+        (``-Dkey=value``; ``spark.driver.extraJavaOptions`` as the driver JVM's own options),
+        not as ``spark-defaults.conf``: the conf directory stays empty, so the JVMs can use a
+        class-data archive (``tests/jvm_archive.py``).
     timeout : float
         Seconds to wait for the master and for all workers to register.
     daemon_java_opts : str
         ``SPARK_DAEMON_JAVA_OPTS`` of the master and workers.
+    conf_dir : path, optional
+        ``SPARK_CONF_DIR`` of the daemons and submissions (default: an empty ``conf`` under
+        ``base_dir``); it must stay empty for a class-data archive to be used.
+    jvm_options : str
+        More options for every JVM of the cluster: daemons, drivers and executors (e.g.
+        :func:`jvm_archive.jvm_options`).
     """
 
     def __init__(
@@ -144,6 +155,8 @@ class StandaloneCluster:
         timeout: float = 90.0,
         daemon_java_opts: str = "",
         spark_defaults: dict[str, str] | None = None,
+        conf_dir: str | os.PathLike | None = None,
+        jvm_options: str = "",
     ):
         self.base_dir = Path(base_dir)
         self.n_workers = n_workers
@@ -155,6 +168,8 @@ class StandaloneCluster:
         self.timeout = timeout
         self.daemon_java_opts = daemon_java_opts
         self.spark_defaults = dict(spark_defaults or {})
+        self.conf_dir = Path(conf_dir) if conf_dir is not None else self.base_dir / "conf"
+        self.jvm_options = jvm_options
         self.spark_home = spark_home()
         self.java_home = java_home()
         self.master_port = self.ui_port = self.rest_port = None
@@ -200,19 +215,37 @@ class StandaloneCluster:
             env["PYSPARK_PYTHON"] = self.python
         if self.java_home:
             env["JAVA_HOME"] = self.java_home
-        conf_dir = self.base_dir / "conf"  # no stray spark-defaults / log4j from the host
         env.update(
             SPARK_HOME=self.spark_home,
-            SPARK_CONF_DIR=str(conf_dir),
+            SPARK_CONF_DIR=str(self.conf_dir),  # empty: no stray spark-defaults / log4j from the host
             SPARK_LOCAL_IP=self.host,
             SPARK_LOCAL_HOSTNAME=self.host,
             # the pip package has no REST server worth having; keep it off port 6066
             SPARK_MASTER_OPTS=f"-Dspark.master.rest.enabled=false -Dspark.master.rest.port={self.rest_port or 0}",
         )
-        if self.daemon_java_opts:
-            env["SPARK_DAEMON_JAVA_OPTS"] = self.daemon_java_opts
+        daemon_opts = f"{self.daemon_java_opts} {self.jvm_options}".strip()
+        if daemon_opts:
+            env["SPARK_DAEMON_JAVA_OPTS"] = daemon_opts
         env.pop("PYSPARK_DRIVER_PYTHON", None)
         env.update(self.extra_env)
+        return env
+
+    @property
+    def submit_env(self) -> dict[str, str]:
+        """The ``SPARK_*`` and ``JAVA_HOME`` variables a ``spark-submit`` against this cluster
+        needs: :attr:`env`'s, and :attr:`spark_defaults` (plus :attr:`jvm_options` for the
+        driver and executor JVMs) as ``SPARK_SUBMIT_OPTS``."""
+        env = {k: v for k, v in self.env.items() if k.startswith("SPARK_") or k == "JAVA_HOME"}
+        env.pop("SPARK_DAEMON_JAVA_OPTS", None)
+        settings = dict(self.spark_defaults)
+        driver_opts = f"{settings.pop('spark.driver.extraJavaOptions', '')} {self.jvm_options}".strip()
+        executor_opts = f"{settings.pop('spark.executor.extraJavaOptions', '')} {self.jvm_options}".strip()
+        if executor_opts:
+            settings["spark.executor.extraJavaOptions"] = executor_opts
+        # spark-submit's launcher splits SPARK_SUBMIT_OPTS like a shell (double quotes group);
+        # in client mode the driver is the spark-submit JVM, so its options go there as they are
+        props = [f'"-D{k}={v}"' for k, v in settings.items()]
+        env["SPARK_SUBMIT_OPTS"] = " ".join([driver_opts, *props]).strip()
         return env
 
     # --- state -----------------------------------------------------------------------------
@@ -301,9 +334,7 @@ class StandaloneCluster:
         if self.java_home is None:
             raise ClusterError("no Java found (set JAVA_HOME)")
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        (self.base_dir / "conf").mkdir(exist_ok=True)
-        (self.base_dir / "conf" / "spark-defaults.conf").write_text(
-            "".join(f"{k} {v}\n" for k, v in self.spark_defaults.items()))
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(3 + self.n_workers, self.host)
         self.master_port, self.ui_port, self.rest_port = ports[:3]
         self.worker_ui_ports = ports[3:]

@@ -122,12 +122,18 @@ def cluster(tmp_path_factory):
     Its workers run with a *plain* environment (no venv, no sparkrank, no ``PYSPARK_PYTHON``).
     Tests that kill a worker restart it before they return
     (:meth:`StandaloneCluster.restart_worker`), so every test finds both workers alive."""
-    from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM, ClusterError, StandaloneCluster, java_home
+    import jvm_archive
+    from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM, ClusterError, StandaloneCluster, java_home, spark_home
 
-    if java_home() is None:
+    jh, sh = java_home(), spark_home()
+    if jh is None:
         pytest.skip("java is not available (no JAVA_HOME, no /usr/lib/jvm/java-17-openjdk-amd64, no java on PATH)")
+    # every JVM of the cluster maps one class-data archive, written here the first time (~20 s,
+    # while the other test process runs its modules; tests/jvm_archive.py says why)
+    jvm_archive.build(jh, sh, FAST_JVM)
     c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), n_workers=2, cores=1, memory="1g",
-                          python=None, daemon_java_opts=FAST_JVM, spark_defaults=CLUSTER_SPARK_DEFAULTS)
+                          python=None, daemon_java_opts=FAST_JVM, spark_defaults=CLUSTER_SPARK_DEFAULTS,
+                          conf_dir=jvm_archive.conf_dir(jh, sh), jvm_options=jvm_archive.jvm_options(jh, sh))
     try:
         c.start()
     except ClusterError as exc:

@@ -4,8 +4,8 @@ One cluster serves the whole test session (``conftest.cluster``, started on firs
 workers run with a *plain* environment: no venv, no sparkrank, no ``PYSPARK_PYTHON`` on their
 ``PATH``; every job is submitted exactly as the README prints it, from a shell where the venv
 is active (its ``bin`` first on ``PATH``).  Cluster-side tuning for a small machine (fast JVM
-flags, executor memory, loopback driver address) lives in the cluster's ``spark-defaults.conf``,
-not on the command lines.
+flags, executor memory, loopback driver address, the JVMs' class-data archive) reaches
+``spark-submit`` through the environment (``StandaloneCluster.submit_env``), not the command lines.
 
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Every
 ``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~30 s and
@@ -89,7 +89,7 @@ def reference(data):
 def _submit_env(cluster: StandaloneCluster) -> dict[str, str]:
     """The user's shell with the venv active, as the README assumes (the workers' is plain)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
-    env.update({k: v for k, v in cluster.env.items() if k.startswith("SPARK_") or k == "JAVA_HOME"})
+    env.update(cluster.submit_env)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
     env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
     return env
