@@ -5,6 +5,7 @@ bit, so the layout is a memory choice only (issue 12: LETOR text needs no index 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from sparkrank.data.block import DataError, RankingData
 from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
 from sparkrank.engines.base import FeatureStatistics
 from sparkrank.engines.local import LocalEngine
-from sparkrank.numerics.exact_sum import csr_tdot_dd, rmatvec_dd
+from sparkrank.numerics.exact_sum import csr_tdot_dd, dd_round, rmatvec_dd, rmatvec_dd_powers
 from sparkrank.numerics.linalg import csr_dot, matvec
 from sparkrank.training import train
 
@@ -176,10 +177,29 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(m, n, density, seed
         for r in (None, rows):
             a, b = rmatvec_dd(dense, c, power, r), csr_tdot_dd(csr, c, power, r)
             assert np.array_equal(bits(a[0]), bits(b[0])) and np.array_equal(bits(a[1]), bits(b[1]))
+            # the exactly rounded column sums of the float64 terms (math.fsum)
+            lo_row, hi_row = (0, m) if r is None else r
+            terms = dense[lo_row:hi_row].astype(np.float64) ** power * c[lo_row:hi_row, None]
+            exact = [math.fsum(terms[:, j]) for j in range(n)]
+            np.testing.assert_allclose(dd_round(a), exact, rtol=1e-15, atol=1e-300)
+    # both powers from one sweep: the same bits as each alone, on both layouts
+    for X in (dense, csr):
+        for r in (None, rows):
+            both = rmatvec_dd_powers(X, c, (2, 1), r)
+            for got, power in zip(both, (2, 1)):
+                alone = rmatvec_dd(X, c, power, r)
+                assert np.array_equal(bits(got[0]), bits(alone[0])) and np.array_equal(bits(got[1]), bits(alone[1]))
     fd, fc = FeatureStatistics.from_dense(dense), FeatureStatistics.from_csr(csr.indptr, csr.indices, csr.data, m, n)
     assert fd.count == fc.count
     for name in ("mean", "m2", "min", "max"):
         assert np.array_equal(bits(getattr(fd, name)), bits(getattr(fc, name))), name
+
+
+def test_column_sums_take_only_the_first_and_second_power():
+    X = np.ones((3, 2))
+    for powers in ((), (0,), (1, 3)):
+        with pytest.raises(ValueError, match="powers must be 1 and/or 2"):
+            rmatvec_dd_powers(X, np.ones(3), powers)
 
 
 # ----------------------------------------------------------------------------- training

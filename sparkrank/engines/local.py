@@ -16,7 +16,7 @@ import numpy as np
 
 from ..data.block import RankingData
 from ..kernels.base import KernelResult, ScoreKernel
-from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd
+from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_powers
 from ..numerics.linalg import matvec
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
@@ -156,9 +156,8 @@ class LocalEngine(Engine):
         result = kernel(self.data.groups, scores, None if states is None else states[0])
         if result.coef is None:
             return [result], None
-        return [result], [_round_sum(self._runner.map(lambda rows: rmatvec_dd(X, result.coef, power, rows),
-                                                      self._row_chunks))
-                          for power in powers]
+        chunks = self._runner.map(lambda rows: rmatvec_dd_powers(X, result.coef, powers, rows), self._row_chunks)
+        return [result], [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(powers))]
 
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
-from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_powers
 from ..numerics.linalg import matvec
 from .threads import balanced_cuts
 
@@ -83,9 +83,8 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
             scores[a:b] = matvec(X, v, (a, b))
         r = kernel(tile.groups, scores[a:b], None if states is None else states[k])
         results.append(r)
-        if r.coef is not None:
-            for j, power in enumerate(powers):
-                part = rmatvec_dd(X, r.coef, power, (a, b))
+        if r.coef is not None and powers:
+            for j, part in enumerate(rmatvec_dd_powers(X, r.coef, powers, (a, b))):  # one sweep, every power
                 partials[j] = part if partials[j] is None else dd_add(partials[j], part)
     return results, partials
 

@@ -44,7 +44,7 @@ import numpy as np
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
-from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_powers
 from ..numerics.linalg import matvec
 from .worker import worker_task
 
@@ -505,7 +505,7 @@ def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
         for ref in refs:
             if ref.n_rows:
                 start = row_start[ref.partition]
-                yield _padded_tdot(open_block(ref.path, ref.width).X, c[start: start + ref.n_rows], n_features)
+                yield _padded_tdot(open_block(ref.path, ref.width).X, c[start: start + ref.n_rows], n_features)[0]
 
     return worker_task(task)
 
@@ -532,8 +532,7 @@ def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_feature
             else:
                 start = row_start[ref.partition]
                 coef = c_bc.value[start: start + ref.n_rows]
-                yield ((np.zeros(0), np.zeros(0)), _padded_tdot(block.X, coef, n_features),
-                       _padded_tdot(block.X, coef, n_features, power=2), counts)
+                yield ((np.zeros(0), np.zeros(0)), *_padded_tdot(block.X, coef, n_features, (1, 2)), counts)
 
     return worker_task(task)
 
@@ -575,9 +574,10 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
     return worker_task(task)
 
 
-def _padded_tdot(X, coef: np.ndarray, n_features: int, power: int = 1):
-    """``Xᵀc`` (or ``(X∘X)ᵀc`` with ``power=2``) of one block as a double-double padded to ``n_features``."""
-    return _padded(rmatvec_dd(X, coef, power), n_features)
+def _padded_tdot(X, coef: np.ndarray, n_features: int, powers: tuple[int, ...] = (1,)) -> list[DoubleDouble]:
+    """``Xᵀc`` (power 1) and/or ``(X∘X)ᵀc`` (power 2) of one block, from one sweep, as
+    double-doubles padded to ``n_features``."""
+    return [_padded(dd, n_features) for dd in rmatvec_dd_powers(X, coef, powers)]
 
 
 def _padded(dd: DoubleDouble, n_features: int) -> DoubleDouble:
