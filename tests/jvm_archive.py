@@ -109,6 +109,8 @@ def build(java_home: str, spark_home: str, java_opts: str = "", timeout: float =
     path = archive(java_home, spark_home)
     if path.exists() or not enabled():
         return path if path.exists() else None
+    for old in path.parent.parent.glob("*/spark.jsa"):  # ~190 MB each: drop those of other installations
+        old.unlink(missing_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with tempfile.TemporaryDirectory(prefix="sparkrank-jvm-archive-") as work:
         script = Path(work) / "workload.py"

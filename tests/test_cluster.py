@@ -8,8 +8,9 @@ flags, executor memory, loopback driver address, the JVMs' class-data archive) r
 ``spark-submit`` through the environment (``StandaloneCluster.submit_env``), not the command lines.
 
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Every
-``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~30 s and
-~50 CPU-seconds here), so one job carries as many checks as it can: 8 submissions in all.
+``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~10 s and
+~13 CPU-seconds alone here, with the JVMs' class-data archive), so one job carries as many checks
+as it can: 8 submissions in all.
 
 * The README's train job (TRON) loses an executor JVM after iteration 2 and a whole worker
   after iteration 4, and must still give the weights of an undisturbed run bit for bit: the
@@ -238,7 +239,10 @@ def readme_test_parquet(cluster, data, tmp_path_factory) -> Path:
 
 
 def test_readme_train_job_runs_on_workers_without_the_venv_and_survives_a_lost_executor_and_worker(
-        readme_model, reference):
+        cluster, readme_model, reference):
+    if cluster.jvm_options:  # the executors the workers launched map the class-data archive (tests/jvm_archive.py)
+        launches = [ln for ln in (cluster.base_dir / "worker-1.log").read_text().splitlines() if "Launch command" in ln]
+        assert launches and all("-XX:SharedArchiveFile=" in ln for ln in launches), launches[:1]
     raw = json.loads(readme_model.read_text())
     assert raw["summary"]["engine"] == "spark" and raw["summary"]["converged"], raw["summary"]
     log = readme_model.with_suffix(".log").read_text()
