@@ -105,3 +105,38 @@ def test_no_pairs_is_a_clear_error():
         SquaredHingeObjective(LocalEngine(data), 1.0)
     with pytest.raises(DataError, match="no preference pairs"):
         HingeRisk.from_c(LocalEngine(data), 1.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), levels=st.sampled_from([0, 2, 5]), method=st.sampled_from(COUNTING_METHODS),
+       scale=st.sampled_from([0.0, 0.3, 3.0]))
+def test_l2_diagonal_from_the_value_pass_equals_its_own_pass_and_the_explicit_pairs(seed, levels, method, scale):
+    from sparkrank.kernels.losses import SquaredHingeDiagonalKernel, SquaredHingeKernel, SupportPairDiagonalKernel
+    from sparkrank.objectives.base import hessian_diagonal_estimate
+
+    data = random_data(seed, levels=levels)
+    C = 0.7
+    engine = LocalEngine(data)
+    obj = SquaredHingeObjective(engine, C, counting=method)
+    w = np.random.default_rng(seed + 1).normal(size=data.n_features) * scale
+    obj.hessian_diagonal(np.zeros_like(w))  # the first diagonal: a pass of its own, as a solver starts
+    obj.value(w)
+    passes = engine.passes
+    diagonal = obj.hessian_diagonal(w)
+    assert engine.passes == passes  # it came with the value pass
+    own_pass = hessian_diagonal_estimate(engine, w, SupportPairDiagonalKernel(method), C)
+    assert diagonal.tobytes() == own_pass.tobytes()
+    # the estimate itself: 1 + C Σ_i a_i (x_ik - μ_k)², a_i = 2 x (support pairs of row i), μ the a-weighted mean
+    u, l = explicit_pairs(data.labels, data.groups.offsets)
+    X = data.X.toarray()
+    active = (1.0 - (X[u] - X[l]) @ w) > 0
+    a = 2.0 * (np.bincount(u[active], minlength=data.n_rows) + np.bincount(l[active], minlength=data.n_rows))
+    if a.sum() > 0:
+        mu = a @ X / a.sum()
+        np.testing.assert_allclose(diagonal, 1.0 + C * (a @ (X - mu) ** 2), rtol=1e-9, atol=1e-9)
+    # the value kernel with the diagonal gives the plain kernel's loss, coefficients and state
+    scores = X @ w
+    plain = SquaredHingeKernel(method)(data.groups, scores, None)
+    both = SquaredHingeDiagonalKernel(method)(data.groups, scores, None)
+    assert both.stats[:2].tobytes() == plain.stats.tobytes() and both.coef.tobytes() == plain.coef.tobytes()
+    assert both.moment_coef.tobytes() == SupportPairDiagonalKernel(method)(data.groups, scores, None).coef.tobytes()

@@ -132,11 +132,13 @@ class FeatureStatistics:
 
 @dataclass
 class PassResult:
-    """Summed statistics, ``Xᵀc`` (if the kernel produced coefficients) and kept state."""
+    """Summed statistics, ``Xᵀc`` (if the kernel produced coefficients), kept state, and the
+    column moments ``[Xᵀa, (X∘X)ᵀa]`` of the kernel's ``moment_coef`` ``a`` (if it gave one)."""
 
     stats: np.ndarray
     gradient: np.ndarray | None
     state: "StateHandle | None"
+    moments: "list[np.ndarray] | None" = None
 
 
 @dataclass
@@ -185,7 +187,8 @@ class Engine(ABC):
         state: StateHandle | None = None,
         keep_state: bool = False,
     ) -> PassResult:
-        """One pass: ``p = X vector``, ``kernel`` per block, ``Xᵀ c`` summed.
+        """One pass: ``p = X vector``, ``kernel`` per block, ``Xᵀ c`` summed (and, when the
+        kernel gives ``moment_coef`` ``a``, ``Xᵀa`` and ``(X∘X)ᵀa`` summed: ``PassResult.moments``).
 
         Parameters
         ----------

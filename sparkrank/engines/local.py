@@ -92,16 +92,16 @@ class LocalEngine(Engine):
     def run(self, vector, kernel: ScoreKernel, *, state=None, keep_state=False) -> PassResult:
         if state is not None and state.released:
             raise RuntimeError("kernel state was already released")
-        results, sums = self._pass(vector, kernel, None if state is None else state.payload, powers=(1,))
+        results, sums, moments = self._pass(vector, kernel, None if state is None else state.payload, powers=(1,))
         handle = StateHandle([r.state for r in results]) if keep_state else None
-        return PassResult(self._stats(results), None if sums is None else sums[0], handle)
+        return PassResult(self._stats(results), None if sums is None else sums[0], handle, moments)
 
     def release(self, state: StateHandle) -> None:
         state.payload = None
         state.released = True
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
-        results, (first, second) = self._pass(vector, kernel, None, powers=(1, 2))
+        results, (first, second), _ = self._pass(vector, kernel, None, powers=(1, 2))
         return ColumnMoments(self._stats(results), first, second)
 
     def feature_statistics(self) -> FeatureStatistics:
@@ -118,7 +118,8 @@ class LocalEngine(Engine):
         """``X·v``, the kernel, and for each of ``powers`` ``Xᵀc`` (1) or ``(X∘X)ᵀc`` (2) of its ``c``.
 
         Returns the kernels' results in row order (their states are what ``states`` must be on a
-        later pass) and the rounded sums, one per power, or ``None`` when the kernel gives no ``c``.
+        later pass), the rounded sums, one per power, or ``None`` when the kernel gives no ``c``,
+        and ``[Xᵀa, (X∘X)ᵀa]`` of the kernel's ``moment_coef`` ``a`` (``None`` when it gives none).
         """
         self.passes += 1
         v = np.ascontiguousarray(vector, dtype=np.float64)
@@ -141,11 +142,14 @@ class LocalEngine(Engine):
         done = self._runner.map(run_of_tiles, self._runs)
         if fresh and states is None:  # a Hessian pass's X·v is never asked for again: let it go
             self._scores.keep(v, scores)
-        results = [r for rs, _ in done for r in rs]
+        results = [r for rs, _, _ in done for r in rs]
+        moments = None
+        if results[0].moment_coef is not None:
+            moments = [_round_sum([m[k] for _, _, m in done if m is not None]) for k in range(2)]
         if results[0].coef is None:
-            return results, None
+            return results, None, moments
         # the runs' partials merged in run order and rounded once, as Spark merges blocks
-        return results, [_round_sum([p[k] for _, p in done if p[k] is not None]) for k in range(len(powers))]
+        return results, [_round_sum([p[k] for _, p, _ in done if p[k] is not None]) for k in range(len(powers))], moments
 
     def _whole_pass(self, v, scores, kernel, states, powers):
         # a kernel that sees every group at once (one global ranking's top, say): all scores first
@@ -154,10 +158,13 @@ class LocalEngine(Engine):
             scores = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
             self._scores.keep(v, scores)
         result = kernel(self.data.groups, scores, None if states is None else states[0])
-        if result.coef is None:
-            return [result], None
-        chunks = self._runner.map(lambda rows: rmatvec_dd_powers(X, result.coef, powers, rows), self._row_chunks)
-        return [result], [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(powers))]
+
+        def column_sums(coef, powers_of_coef):
+            chunks = self._runner.map(lambda rows: rmatvec_dd_powers(X, coef, powers_of_coef, rows), self._row_chunks)
+            return [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(powers_of_coef))]
+
+        moments = None if result.moment_coef is None else column_sums(result.moment_coef, (1, 2))
+        return [result], None if result.coef is None else column_sums(result.coef, powers), moments
 
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:

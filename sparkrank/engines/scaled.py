@@ -47,9 +47,10 @@ class ScaledEngine(Engine):
         # (X D) v = X (D v): the kernel sees exactly the scaled rows' scores
         r = self.inner.run(self.scale * np.asarray(vector, dtype=np.float64), kernel, state=state,
                            keep_state=keep_state)
-        # (X D)ᵀ c = D (Xᵀ c)
+        # (X D)ᵀ c = D (Xᵀ c), and the moments as column_moments scales them
         gradient = None if r.gradient is None else self.scale * r.gradient
-        return PassResult(r.stats, gradient, r.state)
+        moments = None if r.moments is None else [self.scale * r.moments[0], self.scale**2 * r.moments[1]]
+        return PassResult(r.stats, gradient, r.state, moments)
 
     def release(self, state: StateHandle) -> None:
         self.inner.release(state)

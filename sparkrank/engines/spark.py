@@ -434,27 +434,40 @@ class SparkEngine(Engine):
         self._released = [sid for sid in self._released if sid not in released]
         if keep_state:
             self._recipes[out_id] = blocks.StateRecipe(out_id, vector, kernel, recipe)
-        stats, grad, counts = total if total is not None else ((np.zeros(0), np.zeros(0)), None, np.zeros(2))
+        stats, grad, counts, moments = total if total is not None else \
+            ((np.zeros(0), np.zeros(0)), None, np.zeros(2), None)
         self._processed += (1, int(counts[0]), int(counts[1]))
         grad = None if grad is None else dd_round(grad)
-        return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None)
+        moments = None if moments is None else [dd_round(m) for m in moments]
+        return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None, moments)
 
     def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
         with self._broadcast(vector) as (bw,):
             scores = self._gather_scores(bw)
         result = kernel(self.groups, scores, None if state is None else self._driver_states[state.payload])
-        grad = None
+        grad = moments = None
         if result.coef is not None:
             with self._broadcast(np.ascontiguousarray(result.coef, dtype=np.float64)) as (bc,):
                 grad = self._tree_sum(blocks.gradient_task(bc, self.row_start, self.n_features), blocks.add_dd)
             grad = np.zeros(self.n_features) if grad is None else dd_round(grad)
+        if result.moment_coef is not None:
+            moments = self._driver_moments(result.moment_coef)
         handle = None
         if keep_state:
             sid = next(self._state_ids)
             self._driver_states[sid] = result.state
             handle = StateHandle(sid)
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
-        return PassResult(dd_round(result.stats_dd()), grad, handle)
+        return PassResult(dd_round(result.stats_dd()), grad, handle, moments)
+
+    def _driver_moments(self, coef: np.ndarray) -> list[np.ndarray]:
+        """Driver placement: ``[Xᵀc, (X∘X)ᵀc]`` of a coefficient vector over every block (one job)."""
+        with self._broadcast(np.ascontiguousarray(coef, dtype=np.float64)) as (bc,):
+            total = self._tree_sum(blocks.column_moments_task(None, None, bc, self.row_start, self.n_features),
+                                   blocks.add_moments)
+        if total is None:
+            return [np.zeros(self.n_features), np.zeros(self.n_features)]
+        return [dd_round(total[1]), dd_round(total[2])]
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);
@@ -463,23 +476,20 @@ class SparkEngine(Engine):
         return self._with_recovery(lambda replay: self._column_moments(vector, kernel))
 
     def _column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
-        driver_stats = None
         with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
                 total = self._tree_sum(blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features,
                                                                   self.tile_bytes), blocks.add_moments)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
-                driver_stats = dd_round(result.stats_dd())
-                with self._broadcast(np.ascontiguousarray(result.coef, dtype=np.float64)) as (bc,):
-                    total = self._tree_sum(blocks.column_moments_task(None, None, bc, self.row_start,
-                                                                      self.n_features), blocks.add_moments)
+                first, second = self._driver_moments(result.coef)
+                self._processed += (1, self._summary.n_rows, self._summary.n_groups)
+                return ColumnMoments(dd_round(result.stats_dd()), first, second)
         if total is None:
             zero = np.zeros(self.n_features)
             total = ((np.zeros(0), np.zeros(0)), (zero, zero), (zero, zero), np.zeros(2))
-        stats = dd_round(total[0]) if driver_stats is None else driver_stats
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
-        return ColumnMoments(stats, dd_round(total[1]), dd_round(total[2]))
+        return ColumnMoments(dd_round(total[0]), dd_round(total[1]), dd_round(total[2]))
 
     def progress(self) -> dict[str, int]:
         passes, rows, groups = (int(v) for v in self._processed)

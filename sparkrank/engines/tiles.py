@@ -66,17 +66,20 @@ def make_tiles(X, groups: QueryGroups, tile_bytes: int | None = None) -> tuple[l
 
 def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, states: Sequence | None,
                powers: tuple[int, ...], scores: np.ndarray, fresh: bool = True
-               ) -> tuple[list[KernelResult], list[DoubleDouble | None]]:
+               ) -> tuple[list[KernelResult], list[DoubleDouble | None], list[DoubleDouble] | None]:
     """One pass over ``tiles``: per tile ``X·v`` (into ``scores``, rows as in ``X``, when
     ``fresh``; else ``scores`` already holds them), the kernel on its groups with its state
     from ``states`` (``None``: no states), and ``Xᵀc`` (power 1) or ``(X∘X)ᵀc`` (power 2) of
-    its ``c`` for each of ``powers``.
+    its ``c`` for each of ``powers``; and, when the kernel gives ``moment_coef`` ``a`` and
+    ``powers`` is not empty, ``Xᵀa`` and ``(X∘X)ᵀa``.
 
-    Returns the kernels' results, one per tile, and per power the double-double sum of the
-    tiles' products (``None`` when the kernel gives no ``c`` or there are no tiles).
+    Returns the kernels' results, one per tile, per power the double-double sum of the
+    tiles' products (``None`` when the kernel gives no ``c`` or there are no tiles), and the
+    two moments of ``a`` (``None`` when the kernel gives none).
     """
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
+    moments: list[DoubleDouble] | None = None
     for k, tile in enumerate(tiles):
         a, b = tile.start, tile.stop
         if fresh:
@@ -86,7 +89,10 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
         if r.coef is not None and powers:
             for j, part in enumerate(rmatvec_dd_powers(X, r.coef, powers, (a, b))):  # one sweep, every power
                 partials[j] = part if partials[j] is None else dd_add(partials[j], part)
-    return results, partials
+        if r.moment_coef is not None and powers:  # the rows are still in cache
+            parts = rmatvec_dd_powers(X, r.moment_coef, (1, 2), (a, b))
+            moments = parts if moments is None else [dd_add(m, p) for m, p in zip(moments, parts)]
+    return results, partials, moments
 
 
 def stats_sum(results: Sequence[KernelResult]) -> DoubleDouble:

@@ -33,12 +33,17 @@ class KernelResult:
         Low parts of ``stats`` when the kernel summed them as double-doubles
         (:mod:`sparkrank.numerics.exact_sum`); engines then merge blocks without order
         dependence, so every engine and partitioning gives the same float64 totals.
+    moment_coef : float64 array (m_block,) or None
+        Per-row weights ``a`` whose column moments ``Xᵀa`` and ``(X∘X)ᵀa`` the engine also
+        returns, summed over blocks, from the same pass (a diagonal preconditioner's weights,
+        computed where the kernel already has what they need).
     """
 
     stats: np.ndarray
     coef: np.ndarray | None = None
     state: Any = None
     stats_lo: np.ndarray | None = None
+    moment_coef: np.ndarray | None = None
 
     def stats_dd(self) -> tuple[np.ndarray, np.ndarray]:
         """``(stats, stats_lo)`` as float64 arrays (``lo`` zeros if the kernel gave none)."""
@@ -130,6 +135,7 @@ class Statistics:
     def as_dict(self) -> dict[str, float]:
         return dict(zip(self.names, dd_round((self.hi, self.lo)).tolist()))
 
-    def result(self, coef: np.ndarray | None = None, state: Any = None) -> KernelResult:
+    def result(self, coef: np.ndarray | None = None, state: Any = None,
+               moment_coef: np.ndarray | None = None) -> KernelResult:
         """These statistics as what a kernel returns to an engine."""
-        return KernelResult(self.hi.copy(), coef, state, stats_lo=self.lo.copy())
+        return KernelResult(self.hi.copy(), coef, state, stats_lo=self.lo.copy(), moment_coef=moment_coef)

@@ -10,6 +10,7 @@ Sums here are *unnormalised* (over all pairs); objectives apply ``1/N`` or ``C``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -54,6 +55,8 @@ class SquaredHingeKernel(ScoreKernel):
     """
 
     statistics = LOSS_STATISTICS
+    #: Whether the result also carries the score-space Hessian diagonal (``moment_coef``).
+    with_diagonal: ClassVar[bool] = False
     counting: str = DEFAULT_COUNTING
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
@@ -64,8 +67,24 @@ class SquaredHingeKernel(ScoreKernel):
         alpha = k.s_above + k.s_below
         loss = dd_add(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores), (float(k.n_below.sum()), 0.0))
         coef = 2.0 * (l_sum * scores - alpha + l_diff)
-        return Statistics(self.statistics, [loss[0], float(k.n_above.sum())], [loss[1], 0.0]).result(
-            coef, (scores, order))
+        hi, lo = [loss[0], float(k.n_above.sum())], [loss[1], 0.0]
+        if self.with_diagonal:  # SupportPairDiagonalKernel's coef and weight, from the same counts
+            diagonal = 2.0 * l_sum
+            weight = sum_dd(diagonal)
+            return Statistics(self.statistics, hi + [weight[0]], lo + [weight[1]]).result(
+                coef, (scores, order), diagonal)
+        return Statistics(self.statistics, hi, lo).result(coef, (scores, order))
+
+
+@dataclass(frozen=True)
+class SquaredHingeDiagonalKernel(SquaredHingeKernel):
+    """:class:`SquaredHingeKernel` that also returns :class:`SupportPairDiagonalKernel`'s
+    coefficients ``2(l⁺ + l⁻)`` (as ``moment_coef``) and their sum (statistic ``weight``),
+    from the same counts: the value pass then brings the preconditioner's column moments
+    along, and TRON needs no separate pass for them (the same numbers, bit for bit)."""
+
+    statistics = LOSS_STATISTICS + ("weight",)
+    with_diagonal = True
 
 
 @dataclass(frozen=True)

@@ -131,15 +131,21 @@ class RegularizedRisk(Objective):
 
     def _evaluate(self, w: np.ndarray) -> EvaluatedPoint:
         keep = self.hessian_kernel is not None  # the Hessian products reuse the sorted order
-        r = self.engine.run(w, self.kernel, keep_state=keep)
-        return EvaluatedPoint(w, r.stats, r.gradient, r.state)
+        kernel = self._value_kernel()
+        r = self.engine.run(w, kernel, keep_state=keep)
+        return EvaluatedPoint(w, r.stats, r.gradient, r.state, moments=r.moments, kernel=kernel)
+
+    def _value_kernel(self):
+        """The kernel of a value pass (:attr:`kernel`; a loss may add what a later call at the
+        same point needs, e.g. the preconditioner's diagonal)."""
+        return self.kernel
 
     def _scaled(self, loss):
         return (loss * self._factor) / self._divisor
 
     def loss_sum(self, w: np.ndarray) -> float:
         """``L(Xw)``, the unscaled loss sum (a loss whose value needs its own pass overrides it)."""
-        return self.kernel.named(self._point(w).stats)["loss"]
+        return self._point(w).named(self.kernel)["loss"]
 
     def risk(self, w: np.ndarray) -> float:
         """``R(w) = f·L/n``."""
@@ -164,7 +170,7 @@ class RegularizedRisk(Objective):
     def progress(self, w: np.ndarray) -> dict[str, Any]:
         if self.progress_stat is None:
             return {}
-        return {self.progress_stat: int(round(self.kernel.named(self._point(w).stats)[self.progress_stat]))}
+        return {self.progress_stat: int(round(self._point(w).named(self.kernel)[self.progress_stat]))}
 
 
 def require_pairs(engine: Engine) -> int:
@@ -196,15 +202,20 @@ def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: flo
     a difference lost to rounding (a feature constant up to ulps) counts as 0.
     """
     moments = engine.column_moments(np.asarray(w, dtype=np.float64), kernel)
-    bad = np.flatnonzero(~(np.isfinite(moments.second) & np.isfinite(moments.first)))
+    return diagonal_from_moments(moments.first, moments.second, kernel.named(moments.stats)["weight"], weight)
+
+
+def diagonal_from_moments(first: np.ndarray, second: np.ndarray, total: float, weight: float) -> np.ndarray:
+    """:func:`hessian_diagonal_estimate` from the moments ``Σ_i a_i x_i``, ``Σ_i a_i x_i²`` and
+    ``Σ_i a_i`` of the diagonal's weights (however the pass that summed them was run)."""
+    bad = np.flatnonzero(~(np.isfinite(second) & np.isfinite(first)))
     if bad.size:
         raise NonFiniteError(f"the Hessian diagonal overflows: Σ a·x² of feature {int(bad[0]) + 1} is "
-                             f"{float(moments.second[bad[0]]):.3g}")
-    total = kernel.named(moments.stats)["weight"]
+                             f"{float(second[bad[0]]):.3g}")
     if not total > 0:
-        return np.ones(moments.first.shape[0])
-    spread = moments.second - moments.first**2 / total
-    spread[~(spread > 1e-12 * moments.second)] = 0.0  # cancellation noise, or non-finite
+        return np.ones(first.shape[0])
+    spread = second - first**2 / total
+    spread[~(spread > 1e-12 * second)] = 0.0  # cancellation noise, or non-finite
     return 1.0 + weight * spread
 
 
@@ -217,6 +228,14 @@ class EvaluatedPoint:
     xt_coef: np.ndarray | None
     state: StateHandle | None = None
     extras: dict = field(default_factory=dict)
+    #: ``[Xᵀa, (X∘X)ᵀa]`` of the value kernel's ``moment_coef``, when it gave one
+    moments: list[np.ndarray] | None = None
+    #: The kernel whose statistics ``stats`` are (``None``: the objective's :attr:`~RegularizedRisk.kernel`)
+    kernel: Any = None
+
+    def named(self, default_kernel) -> Any:
+        """``stats`` by name (:meth:`ScoreKernel.named` of the kernel that computed them)."""
+        return (default_kernel if self.kernel is None else self.kernel).named(self.stats)
 
 
 class PointCache:
@@ -226,6 +245,10 @@ class PointCache:
         self.engine = engine
         self.size = size
         self._points: OrderedDict[bytes, EvaluatedPoint] = OrderedDict()
+
+    def peek(self, w: np.ndarray) -> EvaluatedPoint | None:
+        """The evaluated point at ``w`` if it is cached (nothing is computed)."""
+        return self._points.get(np.ascontiguousarray(w, dtype=np.float64).tobytes())
 
     def get(self, w: np.ndarray, compute) -> EvaluatedPoint:
         key = np.ascontiguousarray(w, dtype=np.float64).tobytes()

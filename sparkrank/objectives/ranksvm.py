@@ -16,8 +16,9 @@ from ..choices import DEFAULT_COUNTING
 from ..conventions import RANKSVM_LAMBDA
 from ..engines.base import Engine
 from ..kernels.counting import check_counting_method
-from ..kernels.losses import HingeKernel, SquaredHingeHessianKernel, SquaredHingeKernel, SupportPairDiagonalKernel
-from .base import RegularizedRisk, hessian_diagonal_estimate, require_pairs
+from ..kernels.losses import (HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel, SquaredHingeKernel,
+                              SupportPairDiagonalKernel)
+from .base import RegularizedRisk, diagonal_from_moments, hessian_diagonal_estimate, require_pairs
 
 
 class HingeRisk(RegularizedRisk):
@@ -66,6 +67,9 @@ class SquaredHingeObjective(RegularizedRisk):
         self.kernel = SquaredHingeKernel(counting)  # value (18) and gradient (19)
         self.hessian_kernel = SquaredHingeHessianKernel(counting)  # generalized Hessian product (17)
         self.diagonal_kernel = SupportPairDiagonalKernel(counting)
+        # the value kernel that also gives the diagonal's weights, once a solver has asked for one
+        self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting)
+        self._diagonal_with_value = False
         self._setup(engine, count=require_pairs(engine), C=C, form="C")
         self.n_pairs = self.count
 
@@ -74,5 +78,19 @@ class SquaredHingeObjective(RegularizedRisk):
         return cls(engine, RANKSVM_LAMBDA.c_from_lambda(lam, require_pairs(engine)), counting)
 
     def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
-        """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`)."""
+        """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`).
+
+        TRON asks for it at every accepted iterate, right after the value there.  After the
+        first call, value passes use :class:`SquaredHingeDiagonalKernel`, which brings the
+        diagonal's column moments along from the same counts, so a later call at an evaluated
+        point costs no pass (the same numbers as a pass of its own, bit for bit).
+        """
+        point = self._cache.peek(w)
+        if point is not None and point.moments is not None:
+            total = point.named(self.kernel)["weight"]
+            return diagonal_from_moments(point.moments[0], point.moments[1], total, self.C)
+        self._diagonal_with_value = True
         return hessian_diagonal_estimate(self.engine, w, self.diagonal_kernel, self.C)
+
+    def _value_kernel(self):
+        return self._value_and_diagonal_kernel if self._diagonal_with_value else self.kernel

@@ -443,7 +443,7 @@ def replay_state(block: Block, tiles: list[Tile], ref, recipe: StateRecipe):
             break
     scores = np.empty(ref.n_rows, dtype=np.float64)
     for r in reversed(chain[:start]):
-        results, _ = fused_pass(block.X, tiles, r.vector[: ref.width], r.kernel, state, (), scores)
+        results, _, _ = fused_pass(block.X, tiles, r.vector[: ref.width], r.kernel, state, (), scores)
         state = [result.state for result in results]
     _write_state(ref.path, recipe.state_id, state)
     return state
@@ -475,12 +475,13 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
                         yield MissingStates(frozenset([ref.partition]))
                         continue
                     states = replay_state(block, tiles, ref, recipe_bc.value)
-            results, (grad,) = fused_pass(block.X, tiles, w[: ref.width], kernel, states, (1,),
-                                          np.empty(ref.n_rows, dtype=np.float64))
+            results, (grad,), moments = fused_pass(block.X, tiles, w[: ref.width], kernel, states, (1,),
+                                                   np.empty(ref.n_rows, dtype=np.float64))
             if out_state is not None:
                 _write_state(ref.path, out_state, [r.state for r in results])
             grad = None if grad is None else _padded(grad, n_features)
-            yield stats_sum(results), grad, np.array([ref.n_rows, ref.n_groups])
+            moments = None if moments is None else [_padded(m, n_features) for m in moments]
+            yield stats_sum(results), grad, np.array([ref.n_rows, ref.n_groups]), moments
 
     return worker_task(task)
 
@@ -525,7 +526,7 @@ def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_feature
             block = open_block(ref.path, ref.width)
             counts = np.array([ref.n_rows, ref.n_groups])
             if kernel is not None:
-                results, (first, second) = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
+                results, (first, second), _ = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
                                                       w_bc.value[: ref.width], kernel, None, (1, 2),
                                                       np.empty(ref.n_rows, dtype=np.float64))
                 yield stats_sum(results), _padded(first, n_features), _padded(second, n_features), counts
@@ -597,10 +598,11 @@ def add_dd(a: Any, b: Any):
 
 
 def add_pair(a: Any, b: Any):
-    """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups])`` of executor passes.
+    """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups], moments)`` of executor passes.
 
-    ``stats`` and ``gradient`` are double-doubles; the counts are what the tasks processed.
-    :class:`MissingStates` absorbs results (the pass is redone) and merges with its kind.
+    ``stats`` and ``gradient`` are double-doubles, ``moments`` ``None`` or two double-doubles
+    (``Xᵀa``, ``(X∘X)ᵀa``); the counts are what the tasks processed.  :class:`MissingStates`
+    absorbs results (the pass is redone) and merges with its kind.
     """
     if a is None:
         return b
@@ -609,7 +611,8 @@ def add_pair(a: Any, b: Any):
     if isinstance(a, MissingStates) or isinstance(b, MissingStates):
         parts = [x.partitions for x in (a, b) if isinstance(x, MissingStates)]
         return MissingStates(frozenset().union(*parts))
-    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2]
+    moments = a[3] if b[3] is None else b[3] if a[3] is None else [dd_add(x, y) for x, y in zip(a[3], b[3])]
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
 
 
 def feature_stats_task(n_features: int):
