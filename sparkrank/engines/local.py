@@ -143,9 +143,8 @@ class LocalEngine(Engine):
         if fresh and states is None:  # a Hessian pass's X·v is never asked for again: let it go
             self._scores.keep(v, scores)
         results = [r for rs, _, _ in done for r in rs]
-        moments = None
-        if results[0].moment_coef is not None:
-            moments = [_round_sum([m[k] for _, _, m in done if m is not None]) for k in range(2)]
+        run_moments = [m for _, _, m in done if m is not None]
+        moments = [_round_sum([m[k] for m in run_moments]) for k in range(2)] if run_moments else None
         if results[0].coef is None:
             return results, None, moments
         # the runs' partials merged in run order and rounded once, as Spark merges blocks
