@@ -34,29 +34,52 @@ def explicit_pairs(labels: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
 
 
 def pytest_configure(config):
-    """Fill numba's cache once, before the test processes start, when a kernel's source is newer
-    than its cache (``tests/warm_numba.py`` says why): its two parts run side by side in
-    subprocesses of the controlling pytest process.  ``SPARKRANK_WARM_NUMBA=0`` skips it."""
+    """Before the test processes start, in the controlling pytest process, side by side in
+    subprocesses: fill numba's cache when a kernel's source is newer than its cache
+    (``tests/warm_numba.py`` says why; ``SPARKRANK_WARM_NUMBA=0`` skips it), and write the Spark
+    JVMs' class-data archive when the run includes the cluster tests and there is none yet for
+    this Java and pyspark (``tests/jvm_archive.py``; ``SPARKRANK_JVM_ARCHIVE=0`` skips it).  A
+    failure of either only costs time: the tests that need the kernels say what is wrong, and
+    the ``cluster`` fixture tries the archive once more or starts its JVMs without one."""
     import os
     import subprocess
     import sys
 
+    import jvm_archive
+    from cluster import java_home, spark_home
     from warm_numba import cache_is_stale
 
-    if hasattr(config, "workerinput") or os.environ.get("SPARKRANK_WARM_NUMBA", "1") == "0":
-        return  # an xdist worker: the controller has warmed the cache
-    if not cache_is_stale():
-        return
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller has done both
     script = Path(__file__).with_name("warm_numba.py")
     repo = script.parents[1]
+    jobs = []
+    if os.environ.get("SPARKRANK_WARM_NUMBA", "1") != "0" and cache_is_stale():
+        jobs += [(f"warming numba's cache (part {part})", [sys.executable, str(script), part]) for part in "ab"]
+    jh = java_home()
+    if jh is not None and jvm_archive.enabled() and _selects_cluster_tests(config) \
+            and not jvm_archive.archive(jh, spark_home()).exists():
+        jobs.append(("writing the JVM class-data archive", [sys.executable, str(script.with_name("jvm_archive.py"))]))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, str(script), part], cwd=repo, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for part in ("a", "b")]
-    for part, proc in zip("ab", procs):
+    procs = [(what, subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True))
+             for what, cmd in jobs]
+    for what, proc in procs:
         out, _ = proc.communicate()
-        if proc.returncode:  # the tests that need these kernels will say what is wrong
-            print(f"warming numba's cache (part {part}) failed:\n{out[-2000:]}", file=sys.stderr)
+        if proc.returncode:
+            print(f"{what} failed:\n{out[-2000:]}", file=sys.stderr)
+
+
+def _selects_cluster_tests(config) -> bool:
+    """Whether the command line's paths include ``test_cluster.py`` (the tests folder, the file,
+    or one of its tests; no path means the configured ``testpaths``)."""
+    cluster_tests = Path(__file__).with_name("test_cluster.py").resolve()
+    invoked_in = Path(getattr(getattr(config, "invocation_params", None), "dir", "."))
+    for arg in config.args or [str(Path(__file__).parent)]:
+        path = (invoked_in / str(arg).split("::", 1)[0]).resolve()
+        if path == cluster_tests or path in cluster_tests.parents:
+            return True
+    return False
 
 
 @pytest.fixture
@@ -128,8 +151,8 @@ def cluster(tmp_path_factory):
     jh, sh = java_home(), spark_home()
     if jh is None:
         pytest.skip("java is not available (no JAVA_HOME, no /usr/lib/jvm/java-17-openjdk-amd64, no java on PATH)")
-    # every JVM of the cluster maps one class-data archive, written here the first time (~20 s,
-    # while the other test process runs its modules; tests/jvm_archive.py says why)
+    # every JVM of the cluster maps one class-data archive (tests/jvm_archive.py says why),
+    # normally written by pytest_configure; here only if that did not run or failed
     try:
         jvm_archive.build(jh, sh, FAST_JVM)
         archive = {"conf_dir": jvm_archive.conf_dir(jh, sh), "jvm_options": jvm_archive.jvm_options(jh, sh)}

@@ -17,9 +17,11 @@ spark-submit gets its settings from ``SPARK_SUBMIT_OPTS`` instead of ``spark-def
 class path does not match (another Java, another pyspark) silently starts without the archive
 (``-Xlog:cds=off``: no warnings in the jobs' output), as it would have before.
 
-The archive is written once per Java and pyspark installation (~20 s, by ``conftest.cluster``
-before it starts the cluster) under ``.pytest_cache/sparkrank-jvm/``; a run with an archive
-already there pays nothing.  ``SPARKRANK_JVM_ARCHIVE=0`` turns it off.
+The archive is written once per Java and pyspark installation (~20 s) under
+``.pytest_cache/sparkrank-jvm/``: by ``conftest.pytest_configure``, beside the numba warm-up and
+before the test processes start, when the run includes the cluster tests (else by the
+``cluster`` fixture); a run with an archive already there pays nothing.
+``SPARKRANK_JVM_ARCHIVE=0`` turns it off.
 """
 
 from __future__ import annotations

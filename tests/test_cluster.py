@@ -238,6 +238,15 @@ def readme_test_parquet(cluster, data, tmp_path_factory) -> Path:
     return test
 
 
+def test_the_cluster_runs_both_workers_and_its_jvms_map_the_class_data_archive(cluster):
+    """The session's cluster (started by this first test): master and both workers alive, each
+    daemon JVM started with the class-data archive when there is one (``tests/jvm_archive.py``)."""
+    assert cluster.alive_workers() == cluster.n_workers == 2
+    if cluster.jvm_options:
+        for name, pid in cluster.pids.items():
+            assert b"-XX:SharedArchiveFile=" in Path(f"/proc/{pid}/cmdline").read_bytes(), name
+
+
 def test_readme_train_job_runs_on_workers_without_the_venv_and_survives_a_lost_executor_and_worker(
         cluster, readme_model, reference):
     if cluster.jvm_options:  # the executors the workers launched map the class-data archive (tests/jvm_archive.py)
