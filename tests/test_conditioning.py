@@ -151,10 +151,10 @@ def test_spark_default_reaches_the_optimum_on_rescaled_features_and_equals_local
     assert (obj - obj_tight) / obj_tight <= 1e-4
 
 
-def test_tron_preconditioning_costs_one_diagonal_pass_in_all(small):
-    """The diagonal at w = 0 (also the stopping metric) takes a pass of its own; at every
-    accepted step after it the value pass brings the diagonal's moments along
-    (SquaredHingeDiagonalKernel), and the model is the one a pass per diagonal gives, bit for bit."""
+def test_tron_preconditioning_costs_no_diagonal_pass_of_its_own(small):
+    """With ``precondition`` (TRON's default) every value pass brings the diagonal's moments along
+    (SquaredHingeDiagonalKernel), so a cold-started fit runs no moments pass at all, and its model
+    is the one a pass per diagonal gives (w = 0, then each accepted step), bit for bit."""
     calls = {"moments": 0}
 
     class Counting(LocalEngine):
@@ -162,21 +162,17 @@ def test_tron_preconditioning_costs_one_diagonal_pass_in_all(small):
             calls["moments"] += 1
             return super().column_moments(vector, kernel)
 
-    class PassPerDiagonal(SquaredHingeObjective):
-        def _value_kernel(self):  # value passes without the moments: each diagonal its own pass
-            return self.kernel
-
     from sparkrank.solvers.tron import tron
 
     engine = Counting(small)
     res = tron(SquaredHingeObjective(engine, 1.0), tol=1e-6)
     assert res.converged and res.iterations >= 3
-    assert calls["moments"] == 1
+    assert calls["moments"] == 0
     passes = engine.passes
-    calls["moments"] = 0
     engine = Counting(small)
-    ref = tron(PassPerDiagonal(engine, 1.0), tol=1e-6)
-    assert calls["moments"] == 1 + ref.iterations  # w = 0, then each accepted step
-    assert engine.passes == passes + ref.iterations
+    # an objective told no diagonal is coming: each diagonal TRON asks for then takes a pass
+    ref = tron(SquaredHingeObjective(engine, 1.0, precondition=False), tol=1e-6)
+    assert calls["moments"] == 1 + ref.iterations
+    assert engine.passes == passes + 1 + ref.iterations
     assert ref.iterations == res.iterations
     assert ref.w.tobytes() == res.w.tobytes()

@@ -174,3 +174,20 @@ def test_summary_objective_history_reads_records(data):
     better = {**accepted, "iter": 2, "objective": 4.0, "seconds": 0.3}
     tron.summary["history"] = [accepted, rejected, better]
     assert LinearRankerSummary.from_model(tron).objectiveHistory == [5.0, 4.0]  # a rejected step is no iteration
+
+
+def test_an_option_for_both_reaches_the_objective_and_the_optimiser(data):
+    """TRON's ``precondition`` goes to the optimiser (preconditioned CG) and to the objective
+    (whose value passes then bring the diagonal's moments along, or not)."""
+    from sparkrank.engines.local import LocalEngine
+    from sparkrank.kernels.losses import SquaredHingeDiagonalKernel, SquaredHingeKernel
+    from sparkrank.training import make_objective
+
+    spec = solver_spec("tron")
+    for precondition in (True, False):
+        objective_options, optimiser_options = spec.split_options({"precondition": precondition})
+        assert objective_options == optimiser_options == {"precondition": precondition}
+    with LocalEngine(data) as engine:
+        kinds = {p: type(make_objective(engine, "tron", 1.0, precondition=p)._value_kernel()) for p in (True, False)}
+    assert kinds == {True: SquaredHingeDiagonalKernel, False: SquaredHingeKernel}
+    assert solver_spec("ncg").split_options({"precondition": False}) == ({}, {"precondition": False})

@@ -145,10 +145,11 @@ class LocalEngine(Engine):
         results = [r for rs, _, _ in done for r in rs]
         run_moments = [m for _, _, m in done if m is not None]
         moments = [_round_sum([m[k] for m in run_moments]) for k in range(2)] if run_moments else None
-        if results[0].coef is None:
-            return results, None, moments
         # the runs' partials merged in run order and rounded once, as Spark merges blocks
-        return results, [_round_sum([p[k] for _, p, _ in done if p[k] is not None]) for k in range(len(powers))], moments
+        per_power = [[p[k] for _, p, _ in done if p[k] is not None] for k in range(len(powers))]
+        if not per_power[0]:  # the kernel gives no c
+            return results, None, moments
+        return results, [_round_sum(parts) for parts in per_power], moments
 
     def _whole_pass(self, v, scores, kernel, states, powers):
         # a kernel that sees every group at once (one global ranking's top, say): all scores first

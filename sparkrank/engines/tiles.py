@@ -16,7 +16,7 @@ as blocks are on Spark.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Sequence
 
@@ -73,9 +73,11 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     its ``c`` for each of ``powers``; and, when the kernel gives ``moment_coef`` ``a`` and
     ``powers`` is not empty, ``Xᵀa`` and ``(X∘X)ᵀa``.
 
-    Returns the kernels' results, one per tile, per power the double-double sum of the
-    tiles' products (``None`` when the kernel gives no ``c`` or there are no tiles), and the
-    two moments of ``a`` (``None`` when the kernel gives none).
+    Returns the kernels' results, one per tile, with their statistics and states but not their
+    coefficients (dropped once their products are summed, so a pass holds one tile's at a time,
+    not a vector per row for the whole pass), per power the double-double sum of the tiles'
+    products (``None`` when the kernel gives no ``c`` or there are no tiles), and the two
+    moments of ``a`` (``None`` when the kernel gives none).
     """
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
@@ -85,7 +87,7 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
         if fresh:
             scores[a:b] = matvec(X, v, (a, b))
         r = kernel(tile.groups, scores[a:b], None if states is None else states[k])
-        results.append(r)
+        results.append(replace(r, coef=None, moment_coef=None))
         if r.coef is not None and powers:
             for j, part in enumerate(rmatvec_dd_powers(X, r.coef, powers, (a, b))):  # one sweep, every power
                 partials[j] = part if partials[j] is None else dd_add(partials[j], part)

@@ -57,40 +57,43 @@ class SquaredHingeObjective(RegularizedRisk):
         Weight of the summed squared hinge (LIBLINEAR convention).
     counting : str
         Counting method.
+    precondition : bool
+        Whether a solver will ask for :meth:`hessian_diagonal` (TRON's default): value passes
+        then bring the diagonal's column moments along, so asking costs no pass of its own.
     """
 
     lambda_form = RANKSVM_LAMBDA
     progress_stat = "support_pairs"
 
-    def __init__(self, engine: Engine, C: float, counting: str = DEFAULT_COUNTING):
+    def __init__(self, engine: Engine, C: float, counting: str = DEFAULT_COUNTING, precondition: bool = True):
         counting = check_counting_method(counting)
         self.kernel = SquaredHingeKernel(counting)  # value (18) and gradient (19)
         self.hessian_kernel = SquaredHingeHessianKernel(counting)  # generalized Hessian product (17)
         self.diagonal_kernel = SupportPairDiagonalKernel(counting)
-        # the value kernel that also gives the diagonal's weights, once a solver has asked for one
-        self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting)
-        self._diagonal_with_value = False
+        # the value kernel that also gives the diagonal's weights, when a solver will ask for them
+        self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting) if precondition else None
         self._setup(engine, count=require_pairs(engine), C=C, form="C")
         self.n_pairs = self.count
 
     @classmethod
-    def from_lambda(cls, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING) -> "SquaredHingeObjective":
-        return cls(engine, RANKSVM_LAMBDA.c_from_lambda(lam, require_pairs(engine)), counting)
+    def from_lambda(cls, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING,
+                    precondition: bool = True) -> "SquaredHingeObjective":
+        return cls(engine, RANKSVM_LAMBDA.c_from_lambda(lam, require_pairs(engine)), counting, precondition)
 
     def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
         """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`).
 
-        TRON asks for it at every accepted iterate, right after the value there.  After the
-        first call, value passes use :class:`SquaredHingeDiagonalKernel`, which brings the
-        diagonal's column moments along from the same counts, so a later call at an evaluated
-        point costs no pass (the same numbers as a pass of its own, bit for bit).
+        TRON asks for it at every accepted iterate, right after the value there.  With
+        ``precondition`` the value passes use :class:`SquaredHingeDiagonalKernel`, which brings
+        the diagonal's column moments along from the same counts, so a call at an evaluated point
+        costs no pass (the same numbers as a pass of its own, bit for bit); elsewhere (``w = 0``
+        after a warm start, say) it takes one pass.
         """
         point = self._cache.peek(w)
         if point is not None and point.moments is not None:
             total = point.named(self.kernel)["weight"]
             return diagonal_from_moments(point.moments[0], point.moments[1], total, self.C)
-        self._diagonal_with_value = True
         return hessian_diagonal_estimate(self.engine, w, self.diagonal_kernel, self.C)
 
     def _value_kernel(self):
-        return self._value_and_diagonal_kernel if self._diagonal_with_value else self.kernel
+        return self.kernel if self._value_and_diagonal_kernel is None else self._value_and_diagonal_kernel

@@ -16,7 +16,7 @@ option or a value of the wrong type, out of range or not among the choices is a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
 from ..choices import RANKNET_GRADIENTS, TOPPUSH_SCOPES
@@ -53,8 +53,8 @@ class Option:
         Allowed values of a ``str`` option.
     low, high : float, optional
         Open (``low < v``, ``v < high``) or, with ``closed_low``, half-open bounds of a number.
-    target : {"objective", "optimiser"}
-        Who receives it: the objective's constructor or the optimiser's keyword arguments.
+    target : {"objective", "optimiser", "both"}
+        Who receives it: the objective's constructor, the optimiser's keyword arguments, or both.
     """
 
     name: str
@@ -65,7 +65,7 @@ class Option:
     low: float | None = None
     high: float | None = None
     closed_low: bool = False
-    target: Literal["objective", "optimiser"] = "objective"
+    target: Literal["objective", "optimiser", "both"] = "objective"
 
     def allowed(self) -> str:
         """What values are allowed, in words (for error messages and ``--help``)."""
@@ -177,8 +177,8 @@ class SolverSpec:
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Checked options as ``(objective's, optimiser's)``."""
         checked = self.check_options(options)
-        objective = {k: v for k, v in checked.items() if self._by_name[k].target == "objective"}
-        optimiser = {k: v for k, v in checked.items() if self._by_name[k].target == "optimiser"}
+        objective = {k: v for k, v in checked.items() if self._by_name[k].target in ("objective", "both")}
+        optimiser = {k: v for k, v in checked.items() if self._by_name[k].target in ("optimiser", "both")}
         return objective, optimiser
 
 
@@ -211,7 +211,8 @@ def solver_spec(name: str) -> SolverSpec:
 register(SolverSpec(
     "tron", "L2 squared hinge (lee-lin2014)", "L2-loss RankSVM, trust-region Newton",
     SquaredHingeObjective, tron, 1000, 1e-4, "relative gradient norm",
-    options=(PRECONDITION,), takes_lambda=True, counts_pairs=True))
+    # the objective too: its value passes then bring the preconditioner's moments along
+    options=(replace(PRECONDITION, target="both"),), takes_lambda=True, counts_pairs=True))
 register(SolverSpec(
     "bmrm", "L1 hinge (airola2011)", "L1-loss RankSVM, cutting planes",
     HingeRisk.from_c, bmrm, 5000, 1e-3, "absolute gap", takes_lambda=True, counts_pairs=True,
