@@ -282,7 +282,7 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     assert len(counts) == 2 and min(counts) > 1000  # the worker's imported modules, at least
     assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
     # every task factory of a pass hands Spark the freezing wrapper
-    for task in (blocks.scores_task(None), blocks.gradient_task(None, {}, 1), blocks.labels_task(),
+    for task in (blocks.scores_task(None), blocks.driver_products_task((), (), {}, 1), blocks.labels_task(),
                  blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.feature_stats_task(1),
-                 blocks.column_moments_task(None, None, None, {}, 1)):
+                 blocks.column_moments_task(None, None, 1)):
         assert task.__wrapped__.__name__ == "task"

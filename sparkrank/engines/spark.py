@@ -445,13 +445,11 @@ class SparkEngine(Engine):
         with self._broadcast(vector) as (bw,):
             scores = self._gather_scores(bw)
         result = kernel(self.groups, scores, None if state is None else self._driver_states[state.payload])
-        grad = moments = None
-        if result.coef is not None:
-            with self._broadcast(np.ascontiguousarray(result.coef, dtype=np.float64)) as (bc,):
-                grad = self._tree_sum(blocks.gradient_task(bc, self.row_start, self.n_features), blocks.add_dd)
-            grad = np.zeros(self.n_features) if grad is None else dd_round(grad)
-        if result.moment_coef is not None:
-            moments = self._driver_moments(result.moment_coef)
+        # Xᵀc and the moments of the kernel's moment_coef, in one job
+        wanted = [(c, p) for c, p in ((result.coef, (1,)), (result.moment_coef, (1, 2))) if c is not None]
+        sums = self._driver_products(wanted)
+        grad = sums.pop(0) if result.coef is not None else None
+        moments = sums if result.moment_coef is not None else None
         handle = None
         if keep_state:
             sid = next(self._state_ids)
@@ -460,14 +458,18 @@ class SparkEngine(Engine):
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
         return PassResult(dd_round(result.stats_dd()), grad, handle, moments)
 
-    def _driver_moments(self, coef: np.ndarray) -> list[np.ndarray]:
-        """Driver placement: ``[Xᵀc, (X∘X)ᵀc]`` of a coefficient vector over every block (one job)."""
-        with self._broadcast(np.ascontiguousarray(coef, dtype=np.float64)) as (bc,):
-            total = self._tree_sum(blocks.column_moments_task(None, None, bc, self.row_start, self.n_features),
-                                   blocks.add_moments)
+    def _driver_products(self, wanted: list[tuple[np.ndarray, tuple[int, ...]]]) -> list[np.ndarray]:
+        """Driver placement: for each ``(c, powers)``, ``Xᵀc`` and/or ``(X∘X)ᵀc`` over every
+        block, rounded, in one flat list (one job for all of them; none without products)."""
+        n_sums = sum(len(powers) for _, powers in wanted)
+        if not n_sums:
+            return []
+        with self._broadcast(*[np.ascontiguousarray(c, dtype=np.float64) for c, _ in wanted]) as bcs:
+            task = blocks.driver_products_task(bcs, tuple(p for _, p in wanted), self.row_start, self.n_features)
+            total = self._tree_sum(task, blocks.add_dd_lists)
         if total is None:
-            return [np.zeros(self.n_features), np.zeros(self.n_features)]
-        return [dd_round(total[1]), dd_round(total[2])]
+            return [np.zeros(self.n_features) for _ in range(n_sums)]
+        return [dd_round(t) for t in total]
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);
@@ -478,11 +480,11 @@ class SparkEngine(Engine):
     def _column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
-                total = self._tree_sum(blocks.column_moments_task(bw, kernel, None, self.row_start, self.n_features,
-                                                                  self.tile_bytes), blocks.add_moments)
+                total = self._tree_sum(blocks.column_moments_task(bw, kernel, self.n_features, self.tile_bytes),
+                                       blocks.add_moments)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
-                first, second = self._driver_moments(result.coef)
+                first, second = self._driver_products([(result.coef, (1, 2))])
                 self._processed += (1, self._summary.n_rows, self._summary.n_groups)
                 return ColumnMoments(dd_round(result.stats_dd()), first, second)
         if total is None:

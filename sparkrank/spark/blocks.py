@@ -498,42 +498,38 @@ def scores_task(w_bc):
     return worker_task(task)
 
 
-def gradient_task(c_bc, row_start: dict[int, int], n_features: int):
-    """Driver mode, second half: ``Xᵀc`` with this partition's slice of the broadcast ``c``."""
+def driver_products_task(coef_bcs, powers: tuple[tuple[int, ...], ...], row_start: dict[int, int],
+                         n_features: int):
+    """Driver mode, second half: with this partition's slice of each broadcast coefficient
+    vector ``c`` (``coef_bcs``), ``Xᵀc`` (power 1) and/or ``(X∘X)ᵀc`` (power 2) for each of its
+    ``powers``, as one flat list of double-doubles (one job for every product of a pass)."""
 
     def task(refs):
-        c = c_bc.value
+        coefs = [bc.value for bc in coef_bcs]
         for ref in refs:
             if ref.n_rows:
+                X = open_block(ref.path, ref.width).X
                 start = row_start[ref.partition]
-                yield _padded_tdot(open_block(ref.path, ref.width).X, c[start: start + ref.n_rows], n_features)[0]
+                yield [dd for c, p in zip(coefs, powers)
+                       for dd in _padded_tdot(X, c[start: start + ref.n_rows], n_features, p)]
 
     return worker_task(task)
 
 
-def column_moments_task(w_bc, kernel, c_bc, row_start: dict[int, int], n_features: int,
-                        tile_bytes: int | None = None):
-    """``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block, as double-doubles (no kernel state).
-
-    Executor mode (``kernel`` given): the fused pass over the block's tiles at ``X·w``.
-    Driver mode (``kernel=None``): ``c`` is this partition's slice of the broadcast ``c_bc``.
-    """
+def column_moments_task(w_bc, kernel, n_features: int, tile_bytes: int | None = None):
+    """Executor mode: ``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block from the fused pass
+    over its tiles at ``X·w``, as double-doubles (no kernel state)."""
 
     def task(refs):
         for ref in refs:
             if ref.n_rows == 0:
                 continue
             block = open_block(ref.path, ref.width)
-            counts = np.array([ref.n_rows, ref.n_groups])
-            if kernel is not None:
-                results, (first, second), _ = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
-                                                      w_bc.value[: ref.width], kernel, None, (1, 2),
-                                                      np.empty(ref.n_rows, dtype=np.float64))
-                yield stats_sum(results), _padded(first, n_features), _padded(second, n_features), counts
-            else:
-                start = row_start[ref.partition]
-                coef = c_bc.value[start: start + ref.n_rows]
-                yield ((np.zeros(0), np.zeros(0)), *_padded_tdot(block.X, coef, n_features, (1, 2)), counts)
+            results, (first, second), _ = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
+                                                  w_bc.value[: ref.width], kernel, None, (1, 2),
+                                                  np.empty(ref.n_rows, dtype=np.float64))
+            yield (stats_sum(results), _padded(first, n_features), _padded(second, n_features),
+                   np.array([ref.n_rows, ref.n_groups]))
 
     return worker_task(task)
 
@@ -597,6 +593,15 @@ def add_dd(a: Any, b: Any):
     return dd_add(a, b)
 
 
+def add_dd_lists(a: Any, b: Any):
+    """``treeAggregate`` combiner for lists of double-doubles, added entry by entry (``None`` = nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return [dd_add(x, y) for x, y in zip(a, b)]
+
+
 def add_pair(a: Any, b: Any):
     """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups], moments)`` of executor passes.
 
@@ -611,7 +616,7 @@ def add_pair(a: Any, b: Any):
     if isinstance(a, MissingStates) or isinstance(b, MissingStates):
         parts = [x.partitions for x in (a, b) if isinstance(x, MissingStates)]
         return MissingStates(frozenset().union(*parts))
-    moments = a[3] if b[3] is None else b[3] if a[3] is None else [dd_add(x, y) for x, y in zip(a[3], b[3])]
+    moments = add_dd_lists(a[3], b[3])
     return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
 
 
