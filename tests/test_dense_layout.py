@@ -20,6 +20,7 @@ from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
 from sparkrank.engines.base import FeatureStatistics
 from sparkrank.engines.local import LocalEngine
 from sparkrank.numerics.exact_sum import csr_tdot_dd, dd_round, rmatvec_dd, rmatvec_dd_powers
+from sparkrank.numerics.simd import SCORE_LANES
 from sparkrank.numerics.linalg import csr_dot, matvec
 from sparkrank.training import train
 
@@ -193,6 +194,44 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(m, n, density, seed
     assert fd.count == fc.count
     for name in ("mean", "m2", "min", "max"):
         assert np.array_equal(bits(getattr(fd, name)), bits(getattr(fc, name))), name
+
+
+def lane_order_scores(X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The oracle of numerics/simd.py's order, in plain Python floats: term j (a non-zero entry
+    times v_j) into lane j mod 8, lanes added in ascending j from +0.0, then combined as
+    ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))."""
+    out = []
+    for row in X:
+        s = [0.0] * SCORE_LANES
+        for j, x in enumerate(row.tolist()):
+            if x != 0.0:
+                s[j % SCORE_LANES] += x * float(v[j])
+        out.append(((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])))
+    return np.array(out, dtype=np.float64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(0, 12), n=st.integers(1, 40), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16),
+       f32=st.booleans())
+def test_scores_are_summed_in_lane_order_on_both_layouts(m, n, density, seed, f32):
+    rng = np.random.default_rng(seed)
+    X = random_matrix(rng, m, n, density, np.float32 if f32 else np.float64)
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-8, 9, size=n)  # magnitudes apart: the order shows
+    expected = lane_order_scores(X, v)
+    assert np.array_equal(bits(matvec(X, v)), bits(expected))
+    assert np.array_equal(bits(csr_dot(sp.csr_matrix(X), v)), bits(expected))
+    np.testing.assert_allclose(matvec(X, v), X.astype(np.float64) @ v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
+
+
+def test_lane_order_scores_keep_nan_and_inf_and_zero_signs():
+    X = np.array([[0.0, np.nan, 1.0], [np.inf, 0.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]])
+    v = np.array([2.0, 1.0, -0.0])
+    got = matvec(X, v)
+    assert np.isnan(got[0]) and got[1] == np.inf
+    assert bits(got[2:]).tolist() == bits(np.array([0.0, -2.0])).tolist()  # +0.0: the empty sum
+    assert np.array_equal(bits(csr_dot(sp.csr_matrix(X), v)[1:]), bits(got[1:]))
+    with pytest.raises(ValueError, match="shorter than a row"):
+        matvec(X, v[:2])
 
 
 def test_column_sums_take_only_the_first_and_second_power():

@@ -55,7 +55,10 @@ def test_version_1_files_load_and_predict_the_same(sample, kind):
     path = DATA / f"model_v1_tron_{kind}.json"
     assert "format_version\": 1" in path.read_text()
     model = RankingModel.load(path)
-    np.testing.assert_array_equal(model.predict(test_data), np.load(DATA / f"model_v1_tron_{kind}.test_scores.npy"))
+    # the stored scores were computed when a score was one sum in column order; since then it is
+    # summed in eight lanes (numerics/simd.py), which moves a score by an ulp or so, not more
+    np.testing.assert_allclose(model.predict(test_data), np.load(DATA / f"model_v1_tron_{kind}.test_scores.npy"),
+                               rtol=1e-13, atol=1e-15)
 
 
 def test_format_2_without_standardized_weights_recovers_them(sample, tmp_path):
