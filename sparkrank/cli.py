@@ -180,7 +180,9 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--partitions", type=int, help="Spark blocks to build (default: default parallelism)")
     g.add_argument("--placement", choices=PLACEMENTS, default="auto",
                    help="where the pair counting runs: executor (grouped data, default) or driver")
-    g.add_argument("--aggregation-depth", type=int, default=2, help="treeAggregate depth (default 2)")
+    g.add_argument("--aggregation-depth", type=int, metavar="D",
+                   help="Spark: treeAggregate depth of a pass's sums (default: 1, one stage per pass, unless "
+                        "partitions x features exceed ~700k; then 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
     g.add_argument("--threads", type=int, metavar="N",
                    help="local engine: threads for parsing SVMlight text, the products and the pair counting "

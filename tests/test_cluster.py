@@ -317,13 +317,15 @@ def test_bmrm_survives_a_lost_executor_and_worker_and_resumes_after_a_killed_dri
         crashed = frozenset(cluster.local_dir(2).iterdir())  # its application directories stay behind
         cluster.restart_worker(2)
         job.wait_for_iteration(DRIVER_KILL_ITERATION)
+        # counted while the driver lives: once it is killed, the master ends the application at
+        # once and the workers may delete its directories before a count after the kill
+        app_id = _app_id(job.log)
+        left = _block_bytes(cluster, app_id, skip=crashed)
     finally:
         job.kill_driver()
         if cluster.alive_workers() < cluster.n_workers:
             cluster.restart_worker(2)
     assert "Parquet row groups" in job.log
-    app_id = _app_id(job.log)
-    left = _block_bytes(cluster, app_id, skip=crashed)
     # the master notices the lost driver and the live workers (worker 1, and worker 2 since its
     # restart) delete the application's directories; the crashed worker 2 cleaned nothing, so
     # its old directories stay behind
@@ -333,7 +335,7 @@ def test_bmrm_survives_a_lost_executor_and_worker_and_resumes_after_a_killed_dri
     while _block_bytes(cluster, app_id, skip=crashed) and time.monotonic() < deadline + 2:
         time.sleep(0.25)
     after = _block_bytes(cluster, app_id, skip=crashed)
-    print(f"block files of the killed application on the live workers: {left} bytes right after the kill, {after} "
+    print(f"block files of the killed application on the live workers: {left} bytes right before the kill, {after} "
           f"after it ended; {_block_bytes(cluster, app_id, (2,))} bytes on worker 2, left by its crash")
     assert left > 0 and after == 0
 

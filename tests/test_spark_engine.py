@@ -286,3 +286,33 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
                  blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.feature_stats_task(1),
                  blocks.column_moments_task(None, None, 1)):
         assert task.__wrapped__.__name__ == "task"
+
+
+def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spark, synthetic, synthetic_local):
+    """``auto_aggregation_depth``: 1 (one Spark stage per pass) for small vectors; 2 (PySpark's
+    tree, a second stage with a shuffle once there are more than nine blocks) for wide ones or
+    when asked; the model is the same bit for bit either way."""
+    from sparkrank.engines.spark import DRIVER_PARTIALS_ENTRIES, auto_aggregation_depth
+    from sparkrank.kernels.losses import SquaredHingeKernel
+
+    assert auto_aggregation_depth(12, 12) == 1 and auto_aggregation_depth(1000, 136) == 1
+    assert auto_aggregation_depth(100, DRIVER_PARTIALS_ENTRIES // 600 + 1) == 2
+    _, path = synthetic
+    sc = spark.sparkContext
+    models = {}
+    for depth in (None, 2):
+        with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=12,
+                         aggregation_depth=depth) as engine:
+            group = f"depth-{depth}"
+            sc.setJobGroup(group, "one pass")
+            try:
+                engine.run(np.full(engine.summary.n_features, 0.01), SquaredHingeKernel())
+            finally:
+                sc.setJobGroup(None, None)
+            tracker = sc.statusTracker()
+            ran = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds]
+            ran = [s for s in ran if s.numCompletedTasks]  # not the cached block build's (skipped) stage
+            assert len(ran) == (1 if depth is None else 2), (depth, ran)
+            models[depth] = train(engine, solver="tron", C=0.05, tol=SYNTHETIC_TOL["tron"])
+    np.testing.assert_array_equal(models[None].weights, models[2].weights)
+    np.testing.assert_array_equal(models[None].weights, synthetic_local["tron"].weights)

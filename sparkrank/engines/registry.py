@@ -72,7 +72,7 @@ def _ranking_data(source, n_features, dtype, drop_invalid_rows, threads=1):
 
 def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: type = np.float64,
                  drop_invalid_rows: bool = False, placement: str = "auto", num_partitions: int | None = None,
-                 aggregation_depth: int = 2) -> Engine:
+                 aggregation_depth: int | None = None) -> Engine:
     from ..io.fs import active_or_new_session
     from .spark import SparkEngine
 

@@ -55,7 +55,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         One of :data:`sparkrank.choices.COUNTING_METHODS`.
     kernelPlacement : str
         One of :data:`sparkrank.choices.PLACEMENTS`.
-    aggregationDepth : int, default 2
+    aggregationDepth : int, optional
+        ``treeAggregate`` depth (default: :func:`sparkrank.engines.spark.auto_aggregation_depth`).
     numPartitions : int, optional
     standardization : str
         One of :data:`sparkrank.choices.STANDARDIZATIONS`: exact per-feature scaling during training (``sparkrank.standardization``); the model
@@ -101,7 +102,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         maxIter: int | None = None,
         counting: str = "selection",
         kernelPlacement: str = "auto",
-        aggregationDepth: int = 2,
+        aggregationDepth: int | None = None,
         numPartitions: int | None = None,
         standardization: str = "none",
         initialWeights: list[float] | None = None,
@@ -221,7 +222,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         return make_engine(
             FrameSource(dataset, self._columns()), "spark", spark=dataset.sparkSession,
             placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
-            aggregation_depth=self.getOrDefault(self.aggregationDepth), n_features=None if w0 is None else len(w0),
+            aggregation_depth=self._maybe(self.aggregationDepth), n_features=None if w0 is None else len(w0),
         )
 
     def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:

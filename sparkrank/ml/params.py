@@ -99,7 +99,9 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         "where the score-space kernel runs: auto (executor with groups, else driver), driver, executor",
         typeConverter=_choice("kernelPlacement", PLACEMENTS))
     aggregationDepth: Param[int] = Param(
-        Params._dummy(), "aggregationDepth", "treeAggregate depth", typeConverter=_positive_int("aggregationDepth"))
+        Params._dummy(), "aggregationDepth",
+        "treeAggregate depth of a pass's sums (default: 1 unless the blocks' partial sums would crowd the driver, "
+        "then 2)", typeConverter=_positive_int("aggregationDepth"))
     numPartitions: Param[int] = Param(
         Params._dummy(), "numPartitions", "blocks to build (default: the default parallelism)",
         typeConverter=_positive_int("numPartitions"))
@@ -132,7 +134,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         super().__init__(*args)
         self._setDefault(
             featuresCol="features", labelCol="label", predictionCol="prediction", groupCol="qid",
-            solver="tron", counting=DEFAULT_COUNTING, kernelPlacement="auto", aggregationDepth=2,
+            solver="tron", counting=DEFAULT_COUNTING, kernelPlacement="auto",
             standardization="none", checkpointInterval=10, resumeFromCheckpoint=False, reuseBlocks=True,
         )
 
