@@ -58,6 +58,13 @@ Gain ``2**y - 1``.  Discount ``1/log2(max(2, i))`` for rank ``i = 1, 2, ...`` (L
 MSLR, the default) or ``1/log2(i + 1)`` (Yahoo! LTR challenge).  A query whose ideal DCG is
 zero (all labels 0) has undefined NDCG; by default it scores 0 like LETOR's
 ``Eval-Score-4.0.pl``; ``"one"`` scores it 1 and ``"skip"`` leaves it out of averages.
+
+Summation order of a score
+--------------------------
+A row's score ``x·w`` is summed in eight lanes by column index mod 8, each in column order,
+the lanes combined in a fixed tree, the same for dense rows and CSR (defined, with why, in
+:mod:`sparkrank.numerics.simd`, which the numerical layer owns); sums over rows (``Xᵀc``,
+statistics) are double-doubles rounded once (:mod:`sparkrank.numerics.exact_sum`).
 """
 
 from __future__ import annotations
