@@ -161,12 +161,20 @@ def test_an_unknown_layout_is_a_clear_error(tmp_path):
 # ----------------------------------------------------------------------------- kernels
 
 
+@st.composite
+def dense_matrices(draw, max_rows: int, max_cols: int):
+    """``(rng, X)``: a random float32 or float64 matrix with some zeros (:func:`random_matrix`) and
+    the generator that made it, for the test's further draws."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    m, n, density = draw(st.integers(0, max_rows)), draw(st.integers(1, max_cols)), draw(st.floats(0.0, 1.0))
+    return rng, random_matrix(rng, m, n, density, np.float32 if draw(st.booleans()) else np.float64)
+
+
 @settings(max_examples=40, deadline=None)
-@given(m=st.integers(0, 30), n=st.integers(1, 12), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16),
-       f32=st.booleans())
-def test_dense_products_and_statistics_equal_csr_bit_for_bit(m, n, density, seed, f32):
-    rng = np.random.default_rng(seed)
-    dense = random_matrix(rng, m, n, density, np.float32 if f32 else np.float64)
+@given(drawn=dense_matrices(30, 12))
+def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn):
+    rng, dense = drawn
+    m, n = dense.shape
     csr = sp.csr_matrix(dense)
     v = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, size=n)
     c = rng.normal(size=m)
@@ -211,11 +219,10 @@ def lane_order_scores(X: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(m=st.integers(0, 12), n=st.integers(1, 40), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**16),
-       f32=st.booleans())
-def test_scores_are_summed_in_lane_order_on_both_layouts(m, n, density, seed, f32):
-    rng = np.random.default_rng(seed)
-    X = random_matrix(rng, m, n, density, np.float32 if f32 else np.float64)
+@given(drawn=dense_matrices(12, 40))
+def test_scores_are_summed_in_lane_order_on_both_layouts(drawn):
+    rng, X = drawn
+    n = X.shape[1]
     v = rng.normal(size=n) * 10.0 ** rng.integers(-8, 9, size=n)  # magnitudes apart: the order shows
     expected = lane_order_scores(X, v)
     assert np.array_equal(bits(matvec(X, v)), bits(expected))
