@@ -27,6 +27,10 @@ Why intrinsics (LLVM IR on ``<8 x double>``): numba disables LLVM's SLP vectoris
 miscompilation, numba #8705), its loop vectoriser does not see eight scalar lanes as one
 vector, and on these processors it prefers 256-bit vectors.  The IR has no fast-math flags,
 so every operation is rounded as written (no reassociation, no fused multiply-add).
+
+numba's on-disk cache keys a compiled function on its own source file only: after editing this
+module, touch ``linalg.py`` and ``exact_sum.py`` too (or remove their ``__pycache__``), or the
+cached kernels keep the old vector code.
 """
 
 from __future__ import annotations
