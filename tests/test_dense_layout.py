@@ -19,7 +19,7 @@ from sparkrank.data.block import DataError, RankingData
 from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
 from sparkrank.engines.base import FeatureStatistics
 from sparkrank.engines.local import LocalEngine
-from sparkrank.numerics.exact_sum import csr_tdot_dd, dd_round, rmatvec_dd, rmatvec_dd_powers
+from sparkrank.numerics.exact_sum import csr_tdot_dd, dd_round, rmatvec_dd, rmatvec_dd_powers, rmatvec_dd_products
 from sparkrank.numerics.simd import SCORE_LANES
 from sparkrank.numerics.linalg import csr_dot, matvec
 from sparkrank.training import train
@@ -191,12 +191,18 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn):
             terms = dense[lo_row:hi_row].astype(np.float64) ** power * c[lo_row:hi_row, None]
             exact = [math.fsum(terms[:, j]) for j in range(n)]
             np.testing.assert_allclose(dd_round(a), exact, rtol=1e-15, atol=1e-300)
-    # both powers from one sweep: the same bits as each alone, on both layouts
+    # several products from one sweep (both powers; other coefficients, as the value pass's
+    # Xᵀc and the preconditioner's moments): the same bits as each alone, on both layouts
+    other = np.abs(rng.normal(size=m)) * (rng.random(m) < 0.6)
     for X in (dense, csr):
         for r in (None, rows):
             both = rmatvec_dd_powers(X, c, (2, 1), r)
             for got, power in zip(both, (2, 1)):
                 alone = rmatvec_dd(X, c, power, r)
+                assert np.array_equal(bits(got[0]), bits(alone[0])) and np.array_equal(bits(got[1]), bits(alone[1]))
+            products = [(c, 1), (other, 1), (other, 2)]
+            for got, (coef, power) in zip(rmatvec_dd_products(X, products, r), products):
+                alone = rmatvec_dd(X, coef, power, r)
                 assert np.array_equal(bits(got[0]), bits(alone[0])) and np.array_equal(bits(got[1]), bits(alone[1]))
     fd, fc = FeatureStatistics.from_dense(dense), FeatureStatistics.from_csr(csr.indptr, csr.indices, csr.data, m, n)
     assert fd.count == fc.count

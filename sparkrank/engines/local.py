@@ -16,11 +16,11 @@ import numpy as np
 
 from ..data.block import RankingData
 from ..kernels.base import KernelResult, ScoreKernel
-from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_powers
+from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products
 from ..numerics.linalg import matvec
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
-from .tiles import fused_pass, make_tiles, stats_sum
+from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum
 
 
 class RememberedScores:
@@ -159,12 +159,13 @@ class LocalEngine(Engine):
             self._scores.keep(v, scores)
         result = kernel(self.data.groups, scores, None if states is None else states[0])
 
-        def column_sums(coef, powers_of_coef):
-            chunks = self._runner.map(lambda rows: rmatvec_dd_powers(X, coef, powers_of_coef, rows), self._row_chunks)
-            return [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(powers_of_coef))]
-
-        moments = None if result.moment_coef is None else column_sums(result.moment_coef, (1, 2))
-        return [result], None if result.coef is None else column_sums(result.coef, powers), moments
+        products = pass_products(result, powers)
+        if not products:
+            return [result], None, None
+        chunks = self._runner.map(lambda rows: rmatvec_dd_products(X, products, rows), self._row_chunks)
+        sums = [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(products))]
+        gradient_sums, moments = split_products(result, powers, sums)
+        return [result], gradient_sums, moments
 
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
-from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_powers
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
 from .threads import balanced_cuts
 
@@ -64,6 +64,21 @@ def make_tiles(X, groups: QueryGroups, tile_bytes: int | None = None) -> tuple[l
     return tiles, bytes_at[cuts]
 
 
+def pass_products(r: KernelResult, powers: tuple[int, ...]) -> list[tuple[np.ndarray, int]]:
+    """The column sums a pass wants of a kernel's result, as ``rmatvec_dd_products`` takes them:
+    ``Xᵀc`` / ``(X∘X)ᵀc`` of its ``coef`` for each of ``powers``, then, when it gives
+    ``moment_coef`` ``a``, ``Xᵀa`` and ``(X∘X)ᵀa`` (the preconditioner's moments)."""
+    products = [] if r.coef is None else [(r.coef, p) for p in powers]
+    return products + ([] if r.moment_coef is None else [(r.moment_coef, 1), (r.moment_coef, 2)])
+
+
+def split_products(r: KernelResult, powers: tuple[int, ...], sums: list):
+    """``sums`` of :func:`pass_products` split into (per power for ``coef``, the two moments),
+    each ``None`` when the kernel gave no such coefficients."""
+    n = 0 if r.coef is None else len(powers)
+    return (None if r.coef is None else sums[:n]), (None if r.moment_coef is None else sums[n:])
+
+
 def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, states: Sequence | None,
                powers: tuple[int, ...], scores: np.ndarray, fresh: bool = True
                ) -> tuple[list[KernelResult], list[DoubleDouble | None], list[DoubleDouble] | None]:
@@ -88,12 +103,13 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
             scores[a:b] = matvec(X, v, (a, b))
         r = kernel(tile.groups, scores[a:b], None if states is None else states[k])
         results.append(replace(r, coef=None, moment_coef=None))
-        if r.coef is not None and powers:
-            for j, part in enumerate(rmatvec_dd_powers(X, r.coef, powers, (a, b))):  # one sweep, every power
+        products = pass_products(r, powers) if powers else []
+        if products:  # one sweep over the tile's rows, still in cache, for every product
+            coef_parts, moment_parts = split_products(r, powers, rmatvec_dd_products(X, products, (a, b)))
+            for j, part in enumerate(coef_parts or ()):
                 partials[j] = part if partials[j] is None else dd_add(partials[j], part)
-        if r.moment_coef is not None and powers:  # the rows are still in cache
-            parts = rmatvec_dd_powers(X, r.moment_coef, (1, 2), (a, b))
-            moments = parts if moments is None else [dd_add(m, p) for m, p in zip(moments, parts)]
+            if moment_parts is not None:
+                moments = moment_parts if moments is None else [dd_add(m, p) for m, p in zip(moments, moment_parts)]
     return results, partials, moments
 
 

@@ -39,23 +39,21 @@ def _two_sum_into(hi, lo, j, p):
 
 
 @njit(cache=True, nogil=True)
-def _csr_tdot_dd(indptr, indices, data, c, n, first, second):
-    # Xᵀc (first) and (X∘X)ᵀc (second) in one sweep over the rows; the flags are the same for
-    # every row, so the compiler takes them out of the loops (one power costs what it did alone)
-    h1 = np.zeros(n if first else 0, dtype=np.float64)
-    l1 = np.zeros(n if first else 0, dtype=np.float64)
-    h2 = np.zeros(n if second else 0, dtype=np.float64)
-    l2 = np.zeros(n if second else 0, dtype=np.float64)
+def _csr_tdot_dd(indptr, indices, data, coefs, powers, n):
+    # Xᵀc (power 1) or (X∘X)ᵀc (power 2) for each row q of coefs with powers[q], in one sweep over
+    # the rows; each product's terms are added in row order, as in a sweep of its own
+    k = powers.shape[0]
+    hi = np.zeros((k, n), dtype=np.float64)
+    lo = np.zeros((k, n), dtype=np.float64)
     for i in range(indptr.shape[0] - 1):
-        ci = c[i]
-        if ci != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
-                x = np.float64(data[k])
-                if first:
-                    _two_sum_into(h1, l1, indices[k], x * ci)
-                if second:
-                    _two_sum_into(h2, l2, indices[k], (x * x) * ci)
-    return h1, l1, h2, l2
+        for q in range(k):
+            ci = coefs[q, i]
+            if ci != 0.0:
+                h, l_ = hi[q], lo[q]
+                for e in range(indptr[i], indptr[i + 1]):
+                    x = np.float64(data[e])
+                    _two_sum_into(h, l_, indices[e], x * ci if powers[q] == 1 else (x * x) * ci)
+    return hi, lo
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -68,42 +66,40 @@ def _dense_term(x, ci, power):
 
 
 @njit(cache=True, nogil=True)
-def _dense_tdot_dd(values, c, first, second):
+def _dense_tdot_dd(values, coefs, powers):
     # The same terms in the same order as _csr_tdot_dd, whose rows leave the zeros out (and
     # skip rows with c = 0): here those add an exact +0.0 instead (see _dense_term), so the
     # bits are the same.  (Once a column's sum overflowed, both give a non-finite value: inf
     # there, nan here.)  Four rows per step (simd.add_rows_dd: vector code, the columns' sums
-    # in registers for the four rows, each row's TwoSum in row order); a last partial step
-    # repeats the last row with c = 0.  The flags are the same for every row, so the compiler
-    # takes them out of the loops.
+    # in registers for the four rows, each row's TwoSum in row order), every product on the
+    # step's rows while they are in the first-level cache; a last partial step repeats the
+    # last row with c = 0.
     m, n = values.shape
-    h1 = np.zeros(n if first else 0, dtype=np.float64)
-    l1 = np.zeros(n if first else 0, dtype=np.float64)
-    h2 = np.zeros(n if second else 0, dtype=np.float64)
-    l2 = np.zeros(n if second else 0, dtype=np.float64)
+    k = powers.shape[0]
+    hi = np.zeros((k, n), dtype=np.float64)
+    lo = np.zeros((k, n), dtype=np.float64)
     rows = np.zeros(DD_ROWS, dtype=np.int64)
-    coefs = np.zeros(DD_ROWS)
+    step = np.zeros((k, DD_ROWS))
     full = n - n % SCORE_LANES  # add_rows_dd's columns; the rest one at a time below
     for i in range(0, m, DD_ROWS):
-        skip = True
-        for k in range(DD_ROWS):
-            rows[k] = min(i + k, m - 1)
-            coefs[k] = c[i + k] if i + k < m else 0.0
-            skip = skip and coefs[k] == 0.0
-        if skip:
-            continue
-        if first:
-            add_rows_dd(values, rows, coefs, h1, l1, 1)
-        if second:
-            add_rows_dd(values, rows, coefs, h2, l2, 2)
-        for j in range(full, n):
-            for k in range(DD_ROWS):
-                x = np.float64(values[rows[k], j])
-                if first:
-                    h1[j], l1[j] = _two_sum(h1[j], l1[j], _dense_term(x, coefs[k], 1))
-                if second:
-                    h2[j], l2[j] = _two_sum(h2[j], l2[j], _dense_term(x, coefs[k], 2))
-    return h1, l1, h2, l2
+        for r in range(DD_ROWS):
+            rows[r] = min(i + r, m - 1)
+        for q in range(k):
+            nonzero = False
+            for r in range(DD_ROWS):
+                step[q, r] = coefs[q, i + r] if i + r < m else 0.0
+                nonzero = nonzero or step[q, r] != 0.0
+            if not nonzero:
+                continue  # four +0.0 terms: no bit would change
+            if powers[q] == 1:
+                add_rows_dd(values, rows, step[q], hi[q], lo[q], 1)
+            else:
+                add_rows_dd(values, rows, step[q], hi[q], lo[q], 2)
+            for j in range(full, n):
+                for r in range(DD_ROWS):
+                    hi[q, j], lo[q, j] = _two_sum(hi[q, j], lo[q, j],
+                                                  _dense_term(np.float64(values[rows[r], j]), step[q, r], powers[q]))
+    return hi, lo
 
 
 @njit(cache=True, nogil=True)
@@ -133,19 +129,28 @@ def rmatvec_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = 
 def rmatvec_dd_powers(X, c: np.ndarray, powers: tuple[int, ...],
                       rows: tuple[int, int] | None = None) -> list[DoubleDouble]:
     """:func:`rmatvec_dd` of each of ``powers`` (1 and/or 2), in that order, from one sweep over ``X``."""
-    if not powers or any(p not in (1, 2) for p in powers):
+    return rmatvec_dd_products(X, [(c, p) for p in powers], rows)
+
+
+def rmatvec_dd_products(X, products: list[tuple[np.ndarray, int]],
+                        rows: tuple[int, int] | None = None) -> list[DoubleDouble]:
+    """``Xᵀc`` (power 1) or ``(X∘X)ᵀc`` (power 2) of each ``(c, power)`` of ``products``, in that
+    order, from one sweep over rows ``a:b`` of ``X`` (each ``c`` of every row or of just those):
+    the same bits as one :func:`rmatvec_dd` per product, while each row is read once."""
+    powers = tuple(p for _, p in products)
+    if not products or any(p not in (1, 2) for p in powers):
         raise ValueError(f"powers must be 1 and/or 2, got {powers!r}")
     a, b = (0, X.shape[0]) if rows is None else rows
-    if c.shape[0] != b - a:  # c of every row
-        c = c[a:b]
-    c = np.ascontiguousarray(c, dtype=np.float64)
-    first, second = 1 in powers, 2 in powers
+    coefs = np.empty((len(products), b - a))
+    for q, (c, _) in enumerate(products):
+        coefs[q] = c[a:b] if c.shape[0] != b - a else c  # c of every row, or of rows a:b
+    power_array = np.array(powers, dtype=np.int64)
     if isinstance(X, np.ndarray):
-        h1, l1, h2, l2 = _dense_tdot_dd(np.ascontiguousarray(X[a:b]), c, first, second)
+        hi, lo = _dense_tdot_dd(np.ascontiguousarray(X[a:b]), coefs, power_array)
     else:
         # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
-        h1, l1, h2, l2 = _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, c, X.shape[1], first, second)
-    return [(h1, l1) if p == 1 else (h2, l2) for p in powers]
+        hi, lo = _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, coefs, power_array, X.shape[1])
+    return [(hi[q], lo[q]) for q in range(len(products))]
 
 
 def sum_dd(x: np.ndarray) -> tuple[float, float]:

@@ -44,7 +44,7 @@ import numpy as np
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
-from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_powers
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
 from .worker import worker_task
 
@@ -510,8 +510,8 @@ def driver_products_task(coef_bcs, powers: tuple[tuple[int, ...], ...], row_star
             if ref.n_rows:
                 X = open_block(ref.path, ref.width).X
                 start = row_start[ref.partition]
-                yield [dd for c, p in zip(coefs, powers)
-                       for dd in _padded_tdot(X, c[start: start + ref.n_rows], n_features, p)]
+                products = [(c[start: start + ref.n_rows], p) for c, ps in zip(coefs, powers) for p in ps]
+                yield [_padded(dd, n_features) for dd in rmatvec_dd_products(X, products)]  # one sweep
 
     return worker_task(task)
 
@@ -569,12 +569,6 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
         yield 0
 
     return worker_task(task)
-
-
-def _padded_tdot(X, coef: np.ndarray, n_features: int, powers: tuple[int, ...] = (1,)) -> list[DoubleDouble]:
-    """``Xᵀc`` (power 1) and/or ``(X∘X)ᵀc`` (power 2) of one block, from one sweep, as
-    double-doubles padded to ``n_features``."""
-    return [_padded(dd, n_features) for dd in rmatvec_dd_powers(X, coef, powers)]
 
 
 def _padded(dd: DoubleDouble, n_features: int) -> DoubleDouble:
