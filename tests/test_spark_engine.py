@@ -298,6 +298,8 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
     assert auto_aggregation_depth(12, 12) == 1 and auto_aggregation_depth(1000, 136) == 1
     assert auto_aggregation_depth(100, DRIVER_PARTIALS_ENTRIES // 600 + 1) == 2
     _, path = synthetic
+    with pytest.raises(ValueError, match="treeAggregate depth must be at least 1, got 0"):
+        SparkEngine(spark.read.parquet(path), aggregation_depth=0)
     sc = spark.sparkContext
     models = {}
     for depth in (None, 2):

@@ -177,6 +177,8 @@ class SparkEngine(Engine):
         self.placement = placement
         self.num_partitions = num_partitions or self.sc.defaultParallelism
         self.dtype = np.dtype(dtype).name
+        if aggregation_depth is not None and aggregation_depth < 1:
+            raise ValueError(f"the treeAggregate depth must be at least 1, got {aggregation_depth}")
         self.aggregation_depth = aggregation_depth
         # the executors' tile size, fixed for the engine's life: kept states are one per tile
         self.tile_bytes = tiles.TILE_BYTES
