@@ -47,19 +47,22 @@ class ScaledEngine(Engine):
         # (X D) v = X (D v): the kernel sees exactly the scaled rows' scores
         r = self.inner.run(self.scale * np.asarray(vector, dtype=np.float64), kernel, state=state,
                            keep_state=keep_state)
-        # (X D)ᵀ c = D (Xᵀ c), and the moments as column_moments scales them
+        # (X D)ᵀ c = D (Xᵀ c)
         gradient = None if r.gradient is None else self.scale * r.gradient
-        moments = None if r.moments is None else [self.scale * r.moments[0], self.scale**2 * r.moments[1]]
+        moments = None if r.moments is None else list(self._scaled_moments(*r.moments))
         return PassResult(r.stats, gradient, r.state, moments)
+
+    def _scaled_moments(self, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Σ_i c_i (x_ik d_k) = d_k Σ_i c_i x_ik  and  Σ_i c_i (x_ik d_k)² = d_k² Σ_i c_i x_ik²
+        # (no shift: this engine only scales; centring is done by the caller's estimate)
+        return self.scale * first, self.scale**2 * second
 
     def release(self, state: StateHandle) -> None:
         self.inner.release(state)
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
-        # Σ_i c_i (x_ik d_k) = d_k Σ_i c_i x_ik  and  Σ_i c_i (x_ik d_k)² = d_k² Σ_i c_i x_ik²
-        # (no shift: this engine only scales; centring is done by the caller's estimate)
         r = self.inner.column_moments(self.scale * np.asarray(vector, dtype=np.float64), kernel)
-        return ColumnMoments(r.stats, self.scale * r.first, self.scale**2 * r.second)
+        return ColumnMoments(r.stats, *self._scaled_moments(r.first, r.second))
 
     def progress(self) -> dict[str, int]:
         return self.inner.progress()

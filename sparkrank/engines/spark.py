@@ -467,10 +467,8 @@ class SparkEngine(Engine):
             scores = self._gather_scores(bw)
         result = kernel(self.groups, scores, None if state is None else self._driver_states[state.payload])
         # Xᵀc and the moments of the kernel's moment_coef, in one job
-        wanted = [(c, p) for c, p in ((result.coef, (1,)), (result.moment_coef, (1, 2))) if c is not None]
-        sums = self._driver_products(wanted)
-        grad = sums.pop(0) if result.coef is not None else None
-        moments = sums if result.moment_coef is not None else None
+        grad_sums, moments = tiles.split_products(result, (1,), self._driver_products(tiles.pass_products(result, (1,))))
+        grad = None if grad_sums is None else grad_sums[0]
         handle = None
         if keep_state:
             sid = next(self._state_ids)
@@ -479,17 +477,21 @@ class SparkEngine(Engine):
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
         return PassResult(dd_round(result.stats_dd()), grad, handle, moments)
 
-    def _driver_products(self, wanted: list[tuple[np.ndarray, tuple[int, ...]]]) -> list[np.ndarray]:
-        """Driver placement: for each ``(c, powers)``, ``Xᵀc`` and/or ``(X∘X)ᵀc`` over every
-        block, rounded, in one flat list (one job for all of them; none without products)."""
-        n_sums = sum(len(powers) for _, powers in wanted)
-        if not n_sums:
+    def _driver_products(self, products: list[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+        """Driver placement: ``Xᵀc`` (power 1) or ``(X∘X)ᵀc`` (power 2) of each ``(c, power)`` over
+        every block, rounded (one job for all of them, each distinct ``c`` broadcast once; no job
+        without products)."""
+        if not products:
             return []
-        with self._broadcast(*[np.ascontiguousarray(c, dtype=np.float64) for c, _ in wanted]) as bcs:
-            task = blocks.driver_products_task(bcs, tuple(p for _, p in wanted), self.row_start, self.n_features)
+        index: dict[int, tuple[int, np.ndarray]] = {}  # id(c) -> (its broadcast's position, c)
+        for c, _ in products:
+            index.setdefault(id(c), (len(index), c))
+        wanted = tuple((index[id(c)][0], p) for c, p in products)
+        with self._broadcast(*[np.ascontiguousarray(c, dtype=np.float64) for _, c in index.values()]) as bcs:
+            task = blocks.driver_products_task(bcs, wanted, self.row_start, self.n_features)
             total = self._tree_sum(task, blocks.add_dd_lists)
         if total is None:
-            return [np.zeros(self.n_features) for _ in range(n_sums)]
+            return [np.zeros(self.n_features) for _ in products]
         return [dd_round(t) for t in total]
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
@@ -505,7 +507,7 @@ class SparkEngine(Engine):
                                        blocks.add_moments)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
-                first, second = self._driver_products([(result.coef, (1, 2))])
+                first, second = self._driver_products([(result.coef, 1), (result.coef, 2)])
                 self._processed += (1, self._summary.n_rows, self._summary.n_groups)
                 return ColumnMoments(dd_round(result.stats_dd()), first, second)
         if total is None:

@@ -498,11 +498,12 @@ def scores_task(w_bc):
     return worker_task(task)
 
 
-def driver_products_task(coef_bcs, powers: tuple[tuple[int, ...], ...], row_start: dict[int, int],
+def driver_products_task(coef_bcs, products: tuple[tuple[int, int], ...], row_start: dict[int, int],
                          n_features: int):
-    """Driver mode, second half: with this partition's slice of each broadcast coefficient
-    vector ``c`` (``coef_bcs``), ``Xᵀc`` (power 1) and/or ``(X∘X)ᵀc`` (power 2) for each of its
-    ``powers``, as one flat list of double-doubles (one job for every product of a pass)."""
+    """Driver mode, second half: for each ``(k, power)`` of ``products``, with this partition's
+    slice of the broadcast coefficient vector ``c = coef_bcs[k]``, ``Xᵀc`` (power 1) or
+    ``(X∘X)ᵀc`` (power 2), as one flat list of double-doubles from one sweep over the block
+    (one job for every product of a pass)."""
 
     def task(refs):
         coefs = [bc.value for bc in coef_bcs]
@@ -510,8 +511,8 @@ def driver_products_task(coef_bcs, powers: tuple[tuple[int, ...], ...], row_star
             if ref.n_rows:
                 X = open_block(ref.path, ref.width).X
                 start = row_start[ref.partition]
-                products = [(c[start: start + ref.n_rows], p) for c, ps in zip(coefs, powers) for p in ps]
-                yield [_padded(dd, n_features) for dd in rmatvec_dd_products(X, products)]  # one sweep
+                wanted = [(coefs[k][start: start + ref.n_rows], p) for k, p in products]
+                yield [_padded(dd, n_features) for dd in rmatvec_dd_products(X, wanted)]
 
     return worker_task(task)
 
