@@ -7,7 +7,8 @@ For each size: write (once, chunked) a synthetic Parquet set, build the Spark bl
 ``sparkrank train`` does with a plain local Parquet input, reads them straight from the
 row groups, ``--build shuffle`` has the JVM shuffle the rows by qid first), train L2-loss RankSVM by TRON to tol 1e-3 (or
 ``--max-iter``), and record block-build time, iterations, time per iteration, time per
-engine pass, total time and the peak memory of the whole process tree (driver Python, JVM,
+engine pass (the median of all, and of TRON's Hessian and value passes apart, each also over the
+time to read the block arrays once), total time and the peak memory of the whole process tree (driver Python, JVM,
 Python workers; sampled every 0.2 s from /proc): anonymous memory (what the job needs) and
 resident set (which also counts the memory-mapped block files, once per worker mapping them).  Prints the table and the growth exponent of the per-pass
 time over m (1.0 = linear); writes bench/results/scale.json (scale_shuffle.json).
@@ -78,24 +79,32 @@ class TreeMemorySampler:
 
 
 class PassCounter:
-    """Counts engine passes and times each by wrapping ``run``."""
+    """Counts engine passes and times each by wrapping ``run``, by kernel: TRON's value passes
+    (sort, count, three column sums) and its Hessian passes (count at the kept order, one) cost
+    different amounts, so each kind has its own median too."""
 
     def __init__(self, engine):
-        self.engine, self.seconds = engine, []
+        self.engine, self.seconds, self.kinds = engine, [], []
         inner = engine.run
 
-        def run(*a, **k):
+        def run(vector, kernel, **k):
             t = time.perf_counter()
             try:
-                return inner(*a, **k)
+                return inner(vector, kernel, **k)
             finally:
                 self.seconds.append(time.perf_counter() - t)
+                self.kinds.append(type(kernel).__name__)
 
         engine.run = run
 
     @property
     def passes(self) -> int:
         return len(self.seconds)
+
+    def median_of(self, kind: str) -> float | None:
+        """Median seconds of the passes of kernel class ``kind`` (``None``: no such pass)."""
+        times = [s for s, k in zip(self.seconds, self.kinds) if k == kind]
+        return float(np.median(times)) if times else None
 
 
 def read_once_seconds(engine, threads: int, repeat: int = 3) -> float:
@@ -164,10 +173,15 @@ def main(argv=None) -> int:
             total = time.perf_counter() - t0
         s = model.summary
         per_pass = float(np.median(counter.seconds))
+        hessian = counter.median_of("SquaredHingeHessianKernel")
+        value = counter.median_of("SquaredHingeDiagonalKernel") or counter.median_of("SquaredHingeKernel")
         rows.append({"rows": m, "build": args.build, "partitions": partitions, "build_s": build, "build_cpu_s": build_cpu,
                      "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
                      "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
                      "read_once_s": read_once, "pass_over_read": None if read_once is None else per_pass / read_once,
+                     "s_per_hessian_pass": hessian, "s_per_value_pass": value,
+                     "hessian_over_read": None if read_once is None or hessian is None else hessian / read_once,
+                     "value_over_read": None if read_once is None or value is None else value / read_once,
                      "total_s": total, "peak_anon_gb": mem.peak_anon / 1e9, "peak_rss_gb": mem.peak_rss / 1e9,
                      "objective": s["objective"], "converged": s["converged"]})
         print(table(rows[-1:], list(rows[-1])), flush=True)

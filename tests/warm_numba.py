@@ -77,6 +77,7 @@ def part_a() -> None:
 def part_b() -> None:
     _train_and_evaluate(_problem(), ("ncg", "toppush"))
     _train_and_evaluate(_problem(np.float32), ("tron",))
+    _train_and_evaluate(_problem(np.float32, "dense"), ("tron",))  # TRON's group-by-group Hessian pass
     _svmlight(np.float32)
 
 

@@ -6,7 +6,10 @@ to back while the tile's rows are still in the last-level cache, so ``X`` is rea
 once per pass instead of once per product: on two cores the memory, not the arithmetic, is
 the limit of a separate ``X·v`` and ``Xᵀc``.  The in-process engine runs runs of tiles on its
 threads (:mod:`sparkrank.engines.local`); a Spark executor runs the tiles of its block
-(:mod:`sparkrank.spark.blocks`).
+(:mod:`sparkrank.spark.blocks`).  A kernel with a compiled group form (TRON's Hessian product)
+runs group by group inside one compiled loop instead (:mod:`sparkrank.engines.group_passes`),
+so its pass reads ``X`` from memory once even where the last-level cache is no faster than
+memory.
 
 Why the tiles change no bit of a model: each row's score is its own sum (the same over any row
 range); the kernels' statistics and every ``Xᵀc`` partial are double-doubles
@@ -26,6 +29,7 @@ from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
+from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
 
 #: Bytes of ``X`` in a tile: small enough that the rows are still in the last-level cache when
@@ -93,12 +97,21 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     not a vector per row for the whole pass), per power the double-double sum of the tiles'
     products (``None`` when the kernel gives no ``c`` or there are no tiles), and the two
     moments of ``a`` (``None`` when the kernel gives none).
+
+    Where :func:`~sparkrank.engines.group_passes.runs_group_form` allows it, each tile runs
+    group by group (:func:`~sparkrank.engines.group_passes.group_pass`), with the same bits.
     """
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
+    group_form = runs_group_form(kernel, X, states, powers, fresh)
     for k, tile in enumerate(tiles):
         a, b = tile.start, tile.stop
+        if group_form:  # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
+            r, part = group_pass(X, tile, v, kernel, states[k], scores)
+            results.append(r)
+            partials[0] = part if partials[0] is None else dd_add(partials[0], part)
+            continue
         if fresh:
             scores[a:b] = matvec(X, v, (a, b))
         r = kernel(tile.groups, scores[a:b], None if states is None else states[k])

@@ -72,6 +72,10 @@ class ScoreKernel:
     #: The names of ``KernelResult.stats``, in order: callers read an engine's summed vector
     #: by name (``Statistics.of(kernel.statistics, stats)[name]``), never by position.
     statistics: ClassVar[tuple[str, ...]] = ()
+    #: The name of a compiled per-group form of the kernel (:mod:`sparkrank.kernels.group_forms`)
+    #: that engines may run group by group instead of calling the kernel on a tile
+    #: (:mod:`sparkrank.engines.group_passes`): the same coefficients, bit for bit.
+    group_form: ClassVar[str | None] = None
 
     def named(self, stats: np.ndarray) -> "Statistics":
         """An engine's summed ``stats`` of this kernel, by name."""

@@ -105,6 +105,54 @@ def _gather(order, lo, hi, scores, label_rank, values, labels, with_sums, with_l
 
 
 @njit(cache=True, nogil=True)
+def sweep_group(sorted_scores, sorted_rank, sorted_values, start, end, n_levels, margin, inclusive,
+                descending, with_sums, tree, counts, sums):
+    """One group's sweep with the selection tree: the group's rows are positions ``start:end`` of
+    the score-sorted arrays, ``n_levels`` (at least 2) its label levels; the counts (and value
+    sums) of each position go to ``counts`` / ``sums`` at the same position.  ``descending``
+    false: row ``t`` is the lower row of its pairs (``n_above``, ``s_above``); true: the upper
+    (``n_below``, ``s_below``).  :func:`count_support_pairs` and the compiled per-group passes
+    (:mod:`sparkrank.kernels.group_forms`) both sweep here, so their sums have the same bits."""
+    k = n_levels
+    ahead = trees.PREFETCH_DISTANCE
+    height = trees.selection_reset(tree, k, with_sums)
+    prefetch = trees.selection_should_prefetch(k)
+    if not descending:
+        # t is the lower row; insert candidate upper rows j with p_j < p_t + δ
+        j = start
+        for t in range(start, end):
+            threshold = sorted_scores[t] + margin
+            while j < end and _precedes(sorted_scores[j], threshold, inclusive):
+                if prefetch and j + ahead < end:
+                    trees.selection_prefetch(tree, sorted_rank[j + ahead], with_sums)
+                value = sorted_values[j] if with_sums else 0.0
+                trees.selection_insert_above_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                j += 1
+            if prefetch and t + ahead < end:
+                trees.selection_prefetch(tree, sorted_rank[t + ahead], with_sums)
+            n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+            counts[t] = n
+            if with_sums:
+                sums[t] = s
+    else:
+        # t is the upper row; insert candidate lower rows j with p_t < p_j + δ
+        j = end - 1
+        for t in range(end - 1, start - 1, -1):
+            while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
+                if prefetch and j - ahead >= start:
+                    trees.selection_prefetch(tree, sorted_rank[j - ahead], with_sums)
+                value = sorted_values[j] if with_sums else 0.0
+                trees.selection_insert_below_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                j -= 1
+            if prefetch and t - ahead >= start:
+                trees.selection_prefetch(tree, sorted_rank[t - ahead], with_sums)
+            n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+            counts[t] = n
+            if with_sums:
+                sums[t] = s
+
+
+@njit(cache=True, nogil=True)
 def _sweep_selection(
     sorted_scores, sorted_rank, sorted_values, order, offsets, n_levels, margin, inclusive,
     descending, with_sums, tree, out_count, out_sum,
@@ -112,47 +160,11 @@ def _sweep_selection(
     m = sorted_scores.shape[0]
     counts = np.zeros(m, dtype=np.int64)
     sums = np.zeros(m if with_sums else 0, dtype=np.float64)
-    ahead = trees.PREFETCH_DISTANCE
     for g in range(offsets.shape[0] - 1):
-        start, end = offsets[g], offsets[g + 1]
-        k = n_levels[g]
-        if k < 2:
+        if n_levels[g] < 2:
             continue  # a single label level: no pairs in this group
-        height = trees.selection_reset(tree, k, with_sums)
-        prefetch = trees.selection_should_prefetch(k)
-        if not descending:
-            # t is the lower row; insert candidate upper rows j with p_j < p_t + δ
-            j = start
-            for t in range(start, end):
-                threshold = sorted_scores[t] + margin
-                while j < end and _precedes(sorted_scores[j], threshold, inclusive):
-                    if prefetch and j + ahead < end:
-                        trees.selection_prefetch(tree, sorted_rank[j + ahead], with_sums)
-                    value = sorted_values[j] if with_sums else 0.0
-                    trees.selection_insert_above_tree(tree, height, sorted_rank[j], 1, value, with_sums)
-                    j += 1
-                if prefetch and t + ahead < end:
-                    trees.selection_prefetch(tree, sorted_rank[t + ahead], with_sums)
-                n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
-        else:
-            # t is the upper row; insert candidate lower rows j with p_t < p_j + δ
-            j = end - 1
-            for t in range(end - 1, start - 1, -1):
-                while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
-                    if prefetch and j - ahead >= start:
-                        trees.selection_prefetch(tree, sorted_rank[j - ahead], with_sums)
-                    value = sorted_values[j] if with_sums else 0.0
-                    trees.selection_insert_below_tree(tree, height, sorted_rank[j], 1, value, with_sums)
-                    j -= 1
-                if prefetch and t - ahead >= start:
-                    trees.selection_prefetch(tree, sorted_rank[t - ahead], with_sums)
-                n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
+        sweep_group(sorted_scores, sorted_rank, sorted_values, offsets[g], offsets[g + 1], n_levels[g], margin,
+                    inclusive, descending, with_sums, tree, counts, sums)
     _scatter(order, counts, sums, with_sums, out_count, out_sum)
 
 

@@ -92,10 +92,18 @@ class SquaredHingeHessianKernel(ScoreKernel):
     """Generalized Hessian-vector product of the squared hinge, lee-lin2014 eq. (17).
 
     Given ``u = Xv`` and the kept ``(p, order)``: ``c = 2((l⁺+l⁻)u - (γ⁺+γ⁻))`` where ``γ±``
-    sum ``u`` over the support partners (the support set is the one at ``p``).
+    sum ``u`` over the support partners (the support set is the one at ``p``).  With the
+    default counting its group form (:func:`sparkrank.kernels.group_forms.squared_hinge_hessian_group`)
+    lets engines run the pass group by group, reading ``X`` once.
     """
 
     counting: str = DEFAULT_COUNTING
+
+    @property
+    def group_form(self) -> str | None:  # type: ignore[override]
+        # the group form sweeps with the selection tree: other counting methods add the sums
+        # in another order
+        return "squared_hinge_hessian" if self.counting == "selection" else None
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         p, order = state

@@ -66,11 +66,26 @@ def _dense_term(x, ci, power):
 
 
 @njit(cache=True, nogil=True)
+def add_dense_step_dd(values, rows, step, hi, lo, power):
+    """``(hi, lo) += Σ_r term(values[rows[r]], step[r])`` for the :data:`~sparkrank.numerics.simd.DD_ROWS`
+    rows of one step, each term's TwoSum in row order, every column (``simd.add_rows_dd`` for
+    the columns in whole vectors, the rest one at a time; :func:`_dense_term`'s terms)."""
+    n = values.shape[1]
+    if power == 1:
+        add_rows_dd(values, rows, step, hi, lo, 1)
+    else:
+        add_rows_dd(values, rows, step, hi, lo, 2)
+    for j in range(n - n % SCORE_LANES, n):
+        for r in range(DD_ROWS):
+            hi[j], lo[j] = _two_sum(hi[j], lo[j], _dense_term(np.float64(values[rows[r], j]), step[r], power))
+
+
+@njit(cache=True, nogil=True)
 def _dense_tdot_dd(values, coefs, powers):
     # The same terms in the same order as _csr_tdot_dd, whose rows leave the zeros out (and
     # skip rows with c = 0): here those add an exact +0.0 instead (see _dense_term), so the
     # bits are the same.  (Once a column's sum overflowed, both give a non-finite value: inf
-    # there, nan here.)  Four rows per step (simd.add_rows_dd: vector code, the columns' sums
+    # there, nan here.)  Four rows per step (add_dense_step_dd: vector code, the columns' sums
     # in registers for the four rows, each row's TwoSum in row order), every product on the
     # step's rows while they are in the first-level cache; a last partial step repeats the
     # last row with c = 0.
@@ -80,7 +95,6 @@ def _dense_tdot_dd(values, coefs, powers):
     lo = np.zeros((k, n), dtype=np.float64)
     rows = np.zeros(DD_ROWS, dtype=np.int64)
     step = np.zeros((k, DD_ROWS))
-    full = n - n % SCORE_LANES  # add_rows_dd's columns; the rest one at a time below
     for i in range(0, m, DD_ROWS):
         for r in range(DD_ROWS):
             rows[r] = min(i + r, m - 1)
@@ -89,16 +103,8 @@ def _dense_tdot_dd(values, coefs, powers):
             for r in range(DD_ROWS):
                 step[q, r] = coefs[q, i + r] if i + r < m else 0.0
                 nonzero = nonzero or step[q, r] != 0.0
-            if not nonzero:
-                continue  # four +0.0 terms: no bit would change
-            if powers[q] == 1:
-                add_rows_dd(values, rows, step[q], hi[q], lo[q], 1)
-            else:
-                add_rows_dd(values, rows, step[q], hi[q], lo[q], 2)
-            for j in range(full, n):
-                for r in range(DD_ROWS):
-                    hi[q, j], lo[q, j] = _two_sum(hi[q, j], lo[q, j],
-                                                  _dense_term(np.float64(values[rows[r], j]), step[q, r], powers[q]))
+            if nonzero:  # else four +0.0 terms: no bit would change
+                add_dense_step_dd(values, rows, step[q], hi[q], lo[q], powers[q])
     return hi, lo
 
 

@@ -1,0 +1,124 @@
+"""The group-by-group pass (``engines/group_passes.py``, ``kernels/group_forms.py``) gives the
+tile path's scores and ``Xᵀc`` bit for bit, and both agree with an all-pairs oracle.
+
+Random dense rows in float32 and float64, widths that are and are not a multiple of the eight
+score lanes, groups of one row to a few dozen, one-level groups, real-valued labels with ties,
+scores with ties (entries from a few values), and tiles of one group, a few, or all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkrank.conventions import MARGIN
+from sparkrank.data.block import RankingData
+from sparkrank.data.groups import QueryGroups
+from sparkrank.engines import tiles as tiling
+from sparkrank.engines.group_passes import runs_group_form
+from sparkrank.engines.local import LocalEngine
+from sparkrank.engines.tiles import fused_pass, make_tiles
+from sparkrank.kernels.losses import SquaredHingeHessianKernel, SquaredHingeKernel
+from sparkrank.numerics.exact_sum import dd_round
+from sparkrank.training import train
+
+
+@st.composite
+def problems(draw):
+    sizes = draw(st.lists(st.integers(1, 30), min_size=1, max_size=12))
+    width = draw(st.sampled_from([1, 3, 8, 13, 17]))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    m = sum(sizes)
+    # entries from a few values (and zeros): tied scores, rows that are all zero
+    X = rng.choice([0.0, 0.0, 0.5, -1.0, 2.0, 0.25], size=(m, width)).astype(dtype)
+    if draw(st.booleans()):
+        X += rng.normal(size=X.shape).astype(dtype)
+    levels = draw(st.sampled_from([[0.0], [0.0, 1.0], [0.0, 1.0, 2.0, 3.0, 4.0], [-0.5, 0.3, 2.7]]))
+    labels = rng.choice(levels, size=m)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    w = rng.normal(size=width) * draw(st.sampled_from([0.0, 0.3, 3.0]))
+    v = rng.normal(size=width)
+    tile_bytes = draw(st.sampled_from([1, 200, 1 << 40]))
+    return X, QueryGroups.from_offsets(labels, offsets), w, v, tile_bytes
+
+
+def _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form: bool):
+    tiles, _ = make_tiles(X, groups, tile_bytes)
+    scores = np.empty(X.shape[0])
+    results, _, _ = fused_pass(X, tiles, w, SquaredHingeKernel(), None, (1,), scores)
+    states = [r.state for r in results]
+    with monkeypatch.context() as m:
+        if not group_form:
+            m.setattr(tiling, "runs_group_form", lambda *a: False)
+        u = np.empty(X.shape[0])
+        results, (xtc,), _ = fused_pass(X, tiles, v, SquaredHingeHessianKernel(), states, (1,), u)
+    return u, xtc, results
+
+
+def _oracle(X, groups, w, v) -> np.ndarray:
+    """``Xᵀc`` with ``c`` from every pair: a support pair ``(i above j)`` at ``p = Xw``
+    (``p_i < p_j + 1``) adds ``2(u_i - u_j)`` to ``c_i`` and its negative to ``c_j`` (lee-lin2014 eq. (17))."""
+    Xd = X.astype(np.float64)
+    p, u = Xd @ w, Xd @ v
+    c = np.zeros(X.shape[0])
+    for g in range(groups.n_groups):
+        rows = range(groups.offsets[g], groups.offsets[g + 1])
+        for i in rows:
+            for j in rows:
+                if groups.labels[i] > groups.labels[j] and p[i] < p[j] + MARGIN:
+                    c[i] += 2.0 * (u[i] - u[j])
+                    c[j] -= 2.0 * (u[i] - u[j])
+    return Xd.T @ c
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(problem=problems())
+def test_group_pass_equals_the_tile_path_bitwise_and_the_oracle(problem, monkeypatch):
+    X, groups, w, v, tile_bytes = problem
+    assert runs_group_form(SquaredHingeHessianKernel(), X, [None], (1,), True)
+    u, xtc, results = _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form=True)
+    u_ref, xtc_ref, results_ref = _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form=False)
+    np.testing.assert_array_equal(u, u_ref)
+    np.testing.assert_array_equal(xtc[0], xtc_ref[0])
+    np.testing.assert_array_equal(xtc[1], xtc_ref[1])
+    assert [r.stats.tolist() for r in results] == [r.stats.tolist() for r in results_ref] == [[]] * len(results)
+    oracle = _oracle(X, groups, w, v)
+    np.testing.assert_allclose(dd_round(xtc), oracle, rtol=1e-9, atol=1e-9 * (1 + np.abs(oracle).max()))
+
+
+def test_the_group_pass_runs_only_where_its_bits_are_the_tile_paths():
+    X = np.ones((4, 3))
+    kernel = SquaredHingeHessianKernel()
+    assert runs_group_form(kernel, X, [None], (1,), True)
+    assert not runs_group_form(kernel, sp.csr_matrix(X), [None], (1,), True)  # CSR: the tile path
+    assert not runs_group_form(SquaredHingeHessianKernel("direct"), X, [None], (1,), True)  # other sums' order
+    assert not runs_group_form(kernel, X, [None], (1, 2), True)  # a second product
+    assert not runs_group_form(kernel, X, None, (1,), True)  # no kept state
+    assert not runs_group_form(kernel, X, [None], (1,), False)  # scores given, not computed
+    assert not runs_group_form(SquaredHingeKernel(), X, None, (1,), True)  # no group form
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tron_with_group_passes_is_the_tile_paths_fit_bitwise(dtype, monkeypatch):
+    from sparkrank.datasets import make_ranking_data
+
+    data, _ = make_ranking_data(1200, 13, rows_per_group=30, n_levels=5, seed=3)
+    dense = RankingData.from_arrays(data.X.toarray(), data.groups.labels, np.repeat(data.qids, data.groups.group_sizes),
+                                    dtype=dtype, layout="dense")
+    assert isinstance(dense.X, np.ndarray) and dense.X.dtype == dtype
+
+    def fit():
+        with LocalEngine(dense, threads=2) as engine:
+            return train(engine, solver="tron", C=0.7, max_iter=8)
+
+    fast = fit()
+    monkeypatch.setattr(tiling, "runs_group_form", lambda *a: False)
+    slow = fit()
+    np.testing.assert_array_equal(fast.weights, slow.weights)
+    assert fast.summary["objective"] == slow.summary["objective"]
