@@ -104,14 +104,12 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
-    group_form = runs_group_form(kernel, X, states, powers, fresh)
+    if runs_group_form(kernel, X, states, powers, fresh):
+        # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
+        results, partials[0] = group_pass(X, tiles, v, kernel, states, scores)
+        return results, partials, moments
     for k, tile in enumerate(tiles):
         a, b = tile.start, tile.stop
-        if group_form:  # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
-            r, part = group_pass(X, tile, v, kernel, states[k], scores)
-            results.append(r)
-            partials[0] = part if partials[0] is None else dd_add(partials[0], part)
-            continue
         if fresh:
             scores[a:b] = matvec(X, v, (a, b))
         r = kernel(tile.groups, scores[a:b], None if states is None else states[k])
