@@ -1,5 +1,6 @@
-"""The group-by-group pass (``engines/group_passes.py``, ``kernels/group_forms.py``) gives the
-tile path's scores and ``Xᵀc`` bit for bit, and both agree with an all-pairs oracle.
+"""The group-by-group passes (``engines/group_passes.py``, ``kernels/group_forms.py``) give the
+tile path's results bit for bit: the Hessian product's scores and ``Xᵀc`` (which also agree with
+an all-pairs oracle) and every output of the squared hinge's value pass.
 
 Random dense rows in float32 and float64, widths that are and are not a multiple of the eight
 score lanes, groups of one row to a few dozen, one-level groups, real-valued labels with ties,
@@ -21,7 +22,9 @@ from sparkrank.engines import tiles as tiling
 from sparkrank.engines.group_passes import runs_group_form
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.tiles import fused_pass, make_tiles
-from sparkrank.kernels.losses import SquaredHingeHessianKernel, SquaredHingeKernel
+from sparkrank.kernels.counting import NUMPY_SORT_MIN_ROWS
+from sparkrank.kernels.losses import (HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel,
+                                     SquaredHingeKernel)
 from sparkrank.numerics.exact_sum import dd_round
 from sparkrank.training import train
 
@@ -101,7 +104,58 @@ def test_the_group_pass_runs_only_where_its_bits_are_the_tile_paths():
     assert not runs_group_form(kernel, X, [None], (1, 2), True)  # a second product
     assert not runs_group_form(kernel, X, None, (1,), True)  # no kept state
     assert not runs_group_form(kernel, X, [None], (1,), False)  # scores given, not computed
-    assert not runs_group_form(SquaredHingeKernel(), X, None, (1,), True)  # no group form
+    assert not runs_group_form(SquaredHingeKernel(), X, [None], (1,), True)  # the value pass takes no state
+    assert not runs_group_form(SquaredHingeDiagonalKernel(), X, None, (1, 2), True)  # a second power
+    assert not runs_group_form(SquaredHingeKernel("rbtree"), X, None, (1,), True)
+    assert not runs_group_form(HingeKernel(), X, None, (1,), True)  # no group form
+    assert runs_group_form(SquaredHingeDiagonalKernel(), X, None, (1,), False)
+    assert runs_group_form(SquaredHingeKernel(), X, None, (), True)
+    long_group = QueryGroups.from_offsets(np.zeros(NUMPY_SORT_MIN_ROWS + 1), np.array([0, NUMPY_SORT_MIN_ROWS + 1]))
+    tiles, _ = make_tiles(np.ones((NUMPY_SORT_MIN_ROWS + 1, 2)), long_group)
+    assert not runs_group_form(SquaredHingeKernel(), X, None, (1,), True, tiles)  # numpy's sort: the tile path
+
+
+def _value_pass(X, groups, w, tile_bytes, kernel, powers, fresh, monkeypatch, group_form: bool):
+    tiles, _ = make_tiles(X, groups, tile_bytes)
+    scores = np.full(X.shape[0], np.nan)
+    if not fresh:
+        scores[:] = X.astype(np.float64) @ w  # a pass at the point of the last one: scores given
+    with monkeypatch.context() as m:
+        if not group_form:
+            m.setattr(tiling, "runs_group_form", lambda *a: False)
+        else:
+            assert runs_group_form(kernel, X, None, powers, fresh, tiles)
+        results, partials, moments = fused_pass(X, tiles, w, kernel, None, powers, scores, fresh)
+    return scores, results, partials, moments
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(problem=problems(), diagonal=st.booleans(), powers=st.sampled_from([(1,), ()]), fresh=st.booleans())
+def test_value_group_pass_equals_the_tile_path_bitwise(problem, diagonal, powers, fresh, monkeypatch):
+    """Scores, statistics (hi and lo), kept states (scores and sort order), ``Xᵀc`` and the
+    diagonal's moments: every bit of the squared hinge's value pass, with and without its diagonal."""
+    X, groups, w, _, tile_bytes = problem
+    kernel = SquaredHingeDiagonalKernel() if diagonal else SquaredHingeKernel()
+    fast = _value_pass(X, groups, w, tile_bytes, kernel, powers, fresh, monkeypatch, group_form=True)
+    slow = _value_pass(X, groups, w, tile_bytes, kernel, powers, fresh, monkeypatch, group_form=False)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    assert len(fast[1]) == len(slow[1])
+    for a, b in zip(fast[1], slow[1]):
+        np.testing.assert_array_equal(a.stats, b.stats)
+        np.testing.assert_array_equal(a.stats_dd()[1], b.stats_dd()[1])
+        np.testing.assert_array_equal(a.state[0], b.state[0])
+        np.testing.assert_array_equal(a.state[1], b.state[1])
+        assert a.state[1].dtype == b.state[1].dtype and a.coef is None and a.moment_coef is None
+    for a, b in zip(fast[2], slow[2]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+    assert (fast[3] is None) == (slow[3] is None) == (not (diagonal and powers))
+    for a, b in zip(fast[3] or (), slow[3] or ()):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

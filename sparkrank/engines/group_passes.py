@@ -25,12 +25,14 @@ from ..conventions import MARGIN
 from ..kernels import trees
 from ..kernels.trees import prefetch
 from ..kernels.base import KernelResult
-from ..kernels.group_forms import hessian_work, squared_hinge_hessian_group
+from ..kernels.counting import NUMPY_SORT_MIN_ROWS
+from ..kernels.group_forms import hessian_work, squared_hinge_group, squared_hinge_hessian_group, value_work
 from ..numerics.exact_sum import DoubleDouble, add_dense_step_dd, dd_add
 from ..numerics.simd import DD_ROWS, row_dot_lanes
 
 #: Group forms the loop below can run, by the name a kernel gives in ``group_form``.
 SQUARED_HINGE_HESSIAN = "squared_hinge_hessian"
+SQUARED_HINGE = "squared_hinge"
 
 
 #: Cache line size in bytes, for the software prefetch of the next group's rows.
@@ -53,12 +55,58 @@ def _prefetch_lines(flat, q, stop, count, per_line):
     return q
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _next_group_lines(offsets, g, n, per_line):
+    """The element range of group ``g + 1``'s rows (empty after the last group) and how many of
+    its cache lines to prefetch while group ``g``'s scores are computed."""
+    if g + 2 >= offsets.shape[0]:
+        return 0, 0, 0
+    q, stop = offsets[g + 1] * n, offsets[g + 2] * n
+    lines = (stop - q + per_line - 1) // per_line
+    return q, stop, np.int64(lines * PREFETCH_DURING_SCORES)
+
+
+@njit(cache=True, nogil=True)
+def _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line):
+    """``scores[r] = values[r]·v`` for rows ``start:end`` (``simd.row_dot_lanes``), prefetching
+    ``during_scores`` cache lines from element ``q`` on the way; returns the next element."""
+    per_row = (during_scores + (end - start) - 1) // max(end - start, 1)
+    q_stop = min(q + during_scores * per_line, stop)
+    for r in range(start, end):
+        q = _prefetch_lines(flat, q, q_stop, per_row, per_line)
+        scores[r] = row_dot_lanes(values, r, v)
+    return q
+
+
+@njit(cache=True, nogil=True)
+def _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line):
+    """``(hi[k], lo[k]) += Σ_r term(values[r], coefs[k, r - start])`` (power ``powers[k]``) over
+    rows ``start:end`` for each product ``k``, in the steps of ``exact_sum._dense_tdot_dd``: four
+    rows each, every product on a step's rows while they are in the first-level cache, a partial
+    last step repeating the last row with ``c = 0``, a step of four zero coefficients skipped
+    (+0.0 terms change no bit); prefetching the rest of the lines up to ``stop`` on the way."""
+    size = end - start
+    steps = (size + DD_ROWS - 1) // DD_ROWS
+    per_step = ((stop - q + per_line - 1) // per_line + steps - 1) // max(steps, 1)
+    for i in range(start, end, DD_ROWS):
+        q = _prefetch_lines(flat, q, stop, per_step, per_line)
+        for r in range(DD_ROWS):
+            rows[r] = min(i + r, end - 1)
+        for k in range(powers.shape[0]):
+            nonzero = False
+            for r in range(DD_ROWS):
+                step[r] = coefs[k, i + r - start] if i + r < end else 0.0
+                nonzero = nonzero or step[r] != 0.0
+            if nonzero:
+                add_dense_step_dd(values, rows, step, hi[k], lo[k], powers[k])
+    while q < stop:  # what the steps did not cover (a group without rows)
+        q = _prefetch_lines(flat, q, stop, 1, per_line)
+
+
 @njit(cache=True, nogil=True)
 def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, order, margin, tree, work,
                                 scores, hi, lo):
-    # Per group: scores (X·v), the group form's coefficients, then the rows' Xᵀc terms in the
-    # steps of exact_sum._dense_tdot_dd (four rows each, a partial last step repeating the last
-    # row with c = 0, a step of four zero coefficients skipped: +0.0 terms change no bit).
+    # Per group: scores (X·v), the group form's coefficients, then the rows' Xᵀc terms.
     # Meanwhile the next group's rows are prefetched, spread over this group's score and Xᵀc
     # loops, so its X·v finds them in cache: the memory traffic overlaps this group's arithmetic.
     if v.shape[0] < values.shape[1]:
@@ -66,70 +114,108 @@ def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, ord
     n = values.shape[1]
     flat = values.reshape(-1)
     per_line = max(CACHE_LINE // values.itemsize, 1)
-    max_rows = work[0].shape[0]
-    coef = np.zeros(max_rows)
+    coefs = np.zeros((1, work[0].shape[0]))
+    powers = np.ones(1, dtype=np.int64)
     rows = np.zeros(DD_ROWS, dtype=np.int64)
     step = np.zeros(DD_ROWS)
-    n_groups = offsets.shape[0] - 1
-    for g in range(n_groups):
+    for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
-        size = end - start
-        q, stop = (offsets[g + 1] * n, offsets[g + 2] * n) if g + 1 < n_groups else (0, 0)
-        lines = (stop - q + per_line - 1) // per_line
-        during_scores = np.int64(lines * PREFETCH_DURING_SCORES)
-        per_row = (during_scores + size - 1) // max(size, 1)
-        scores_stop = min(q + during_scores * per_line, stop)
-        for r in range(start, end):
-            q = _prefetch_lines(flat, q, scores_stop, per_row, per_line)
-            scores[r] = row_dot_lanes(values, r, v)
-        squared_hinge_hessian_group(p, order, label_rank, scores, start, end, n_levels[g], margin, tree, work, coef)
-        steps = (size + DD_ROWS - 1) // DD_ROWS
-        per_step = ((stop - q + per_line - 1) // per_line + steps - 1) // max(steps, 1)
-        for i in range(start, end, DD_ROWS):
-            q = _prefetch_lines(flat, q, stop, per_step, per_line)
-            nonzero = False
-            for r in range(DD_ROWS):
-                rows[r] = min(i + r, end - 1)
-                step[r] = coef[i + r - start] if i + r < end else 0.0
-                nonzero = nonzero or step[r] != 0.0
-            if nonzero:
-                add_dense_step_dd(values, rows, step, hi, lo, 1)
+        q, stop, during_scores = _next_group_lines(offsets, g, n, per_line)
+        q = _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line)
+        squared_hinge_hessian_group(p, order, label_rank, scores, start, end, n_levels[g], margin, tree, work,
+                                    coefs[0])
+        _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line)
 
 
-def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool) -> bool:
-    """Whether :func:`group_pass` can run ``kernel``'s pass over a tile of ``X``: a group form
-    this module knows (of a kernel without statistics), dense rows, the scores computed in the
-    pass, a kept state, and ``Xᵀc`` alone (power 1)."""
-    return (getattr(kernel, "group_form", None) == SQUARED_HINGE_HESSIAN and not kernel.statistics
-            and isinstance(X, np.ndarray)
-            and X.ndim == 2 and X.dtype in (np.float32, np.float64) and fresh and states is not None
-            and powers == (1,))
+@njit(cache=True, nogil=True)
+def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, tree, work, fresh, powers,
+                              scores, order, hi, lo, sums):
+    # The value pass of the squared hinge per group: scores (X·w, unless given), the sort, the
+    # counts and the group form's coefficients and sums, then the products named by powers
+    # (0: none; 1: Xᵀc; 3: Xᵀc and the diagonal's moments Xᵀa, (X∘X)ᵀa), prefetching as above.
+    if v.shape[0] < values.shape[1]:
+        raise ValueError("the vector is shorter than a row")
+    n = values.shape[1]
+    flat = values.reshape(-1)
+    per_line = max(CACHE_LINE // values.itemsize, 1)
+    coefs = np.zeros((3, work[0].shape[0]))
+    rows = np.zeros(DD_ROWS, dtype=np.int64)
+    step = np.zeros(DD_ROWS)
+    for g in range(offsets.shape[0] - 1):
+        start, end = offsets[g], offsets[g + 1]
+        q, stop, during_scores = _next_group_lines(offsets, g, n, per_line)
+        if fresh:
+            q = _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line)
+        squared_hinge_group(scores, order, label_rank, start, end, n_levels[g], margin, tree, work, coefs[0],
+                            coefs[1], sums)
+        coefs[2, : end - start] = coefs[1, : end - start]
+        _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line)
 
 
-def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, scores: np.ndarray
-               ) -> tuple[list[KernelResult], DoubleDouble | None]:
-    """``kernel``'s pass over ``tiles`` group by group (see the module docstring): ``X·v`` into
-    ``scores`` (rows as in ``X``), the kernels' results, one per tile (empty: such a kernel keeps
-    no state and has no statistics, and its coefficients were summed), and ``Xᵀc`` as the
-    double-double sum of the tiles' sums, added tile after tile as the tile path adds them
-    (``None`` without tiles)."""
-    results: list[KernelResult] = []
-    total: DoubleDouble | None = None
-    if not tiles:
-        return results, total
-    sizes = [np.diff(t.groups.offsets) for t in tiles if t.groups.n_groups]
-    max_rows = max((int(s.max()) for s in sizes), default=1)
+def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool, tiles=()) -> bool:
+    """Whether :func:`group_pass` can run ``kernel``'s pass over ``tiles`` of ``X``: dense rows
+    and a group form this module knows, with what it needs: for the Hessian product
+    (:data:`SQUARED_HINGE_HESSIAN`) the scores computed in the pass, a kept state and ``Xᵀc``
+    alone; for the squared hinge's value pass (:data:`SQUARED_HINGE`) no input state, ``Xᵀc``
+    or no product, and groups short enough for numba's sort (longer ones are sorted by numpy's,
+    which the group form cannot repeat)."""
+    form = getattr(kernel, "group_form", None)
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64)):
+        return False
+    if form == SQUARED_HINGE_HESSIAN:
+        return not kernel.statistics and fresh and states is not None and powers == (1,)
+    if form == SQUARED_HINGE:
+        return (states is None and powers in ((1,), ())
+                and all(t.groups.n_groups == 0 or int(np.diff(t.groups.offsets).max()) <= NUMPY_SORT_MIN_ROWS
+                        for t in tiles))
+    return False
+
+
+def _scratch(tiles, work_of):
+    """A selection tree and a group form's work arrays for the largest group of ``tiles``."""
+    max_rows = max((int(np.diff(t.groups.offsets).max()) for t in tiles if t.groups.n_groups), default=1)
     max_levels = max((int(t.groups.n_levels.max()) for t in tiles if t.groups.n_groups), default=1)
-    tree = trees.selection_new(max_levels, max_rows, True)  # scratch for every tile of the pass
-    work = hessian_work(max_rows, tiles[0].groups.label_rank.dtype)
+    return trees.selection_new(max_levels, max_rows, True), work_of(max_rows, tiles[0].groups.label_rank.dtype)
+
+
+def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, powers: tuple[int, ...], scores: np.ndarray,
+               fresh: bool = True) -> tuple[list[KernelResult], list[DoubleDouble | None], list[DoubleDouble] | None]:
+    """``kernel``'s pass over ``tiles`` group by group (see the module docstring), as
+    :func:`sparkrank.engines.tiles.fused_pass` returns it: the kernels' results, one per tile
+    (statistics and state, no coefficients: they were summed), per power the double-double sum of
+    the tiles' ``Xᵀc``, and the moments of the diagonal kernel's ``moment_coef`` (``None`` when
+    it gives none or ``powers`` is empty); the tiles' sums are added tile after tile, as the tile
+    path adds them.  ``X·v`` goes into ``scores`` (rows as in ``X``) when ``fresh``."""
     v = np.ascontiguousarray(v, dtype=np.float64)
-    for tile, (p, order) in zip(tiles, states):
+    results: list[KernelResult] = []
+    partials: list[DoubleDouble | None] = [None] * len(powers)
+    moments: list[DoubleDouble] | None = None
+    if not tiles:
+        return results, partials, moments
+    hessian = kernel.group_form == SQUARED_HINGE_HESSIAN
+    tree, work = _scratch(tiles, hessian_work if hessian else value_work)
+    diagonal = not hessian and kernel.with_diagonal
+    product_powers = np.array([] if not powers else [1, 1, 2] if diagonal else [1], dtype=np.int64)
+    for k, tile in enumerate(tiles):
         a, b = tile.start, tile.stop
         values = np.ascontiguousarray(X[a:b])
-        hi, lo = np.zeros(values.shape[1]), np.zeros(values.shape[1])
         g = tile.groups
-        _squared_hinge_hessian_tile(values, v, g.offsets, g.label_rank, g.n_levels, p, order, float(MARGIN), tree,
-                                    work, scores[a:b], hi, lo)
-        results.append(KernelResult(np.zeros(0)))
-        total = (hi, lo) if total is None else dd_add(total, (hi, lo))
-    return results, total
+        hi, lo = np.zeros((len(product_powers), values.shape[1])), np.zeros((len(product_powers), values.shape[1]))
+        if hessian:
+            p, order = states[k]
+            _squared_hinge_hessian_tile(values, v, g.offsets, g.label_rank, g.n_levels, p, order, float(MARGIN),
+                                        tree, work, scores[a:b], hi, lo)
+            results.append(KernelResult(np.zeros(0)))
+        else:
+            order = np.empty(b - a, dtype=np.int32 if b - a < 2**31 else np.int64)
+            sums = np.zeros(6)
+            _squared_hinge_value_tile(values, v, g.offsets, g.label_rank, g.n_levels, float(MARGIN), tree, work,
+                                      fresh, product_powers, scores[a:b], order, hi, lo, sums)
+            results.append(kernel.statistics_from_sums((sums[0], sums[1]), sums[4], sums[5],
+                                                       (sums[2], sums[3])).result(None, (scores[a:b], order)))
+        if len(product_powers):
+            partials[0] = (hi[0], lo[0]) if partials[0] is None else dd_add(partials[0], (hi[0], lo[0]))
+        if len(product_powers) == 3:
+            parts = [(hi[1], lo[1]), (hi[2], lo[2])]
+            moments = parts if moments is None else [dd_add(m, q) for m, q in zip(moments, parts)]
+    return results, partials, moments

@@ -104,10 +104,9 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
-    if runs_group_form(kernel, X, states, powers, fresh):
+    if runs_group_form(kernel, X, states, powers, fresh, tiles):
         # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
-        results, partials[0] = group_pass(X, tiles, v, kernel, states, scores)
-        return results, partials, moments
+        return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
     for k, tile in enumerate(tiles):
         a, b = tile.start, tile.stop
         if fresh:

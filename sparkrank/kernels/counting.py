@@ -49,31 +49,38 @@ def _precedes(a, b, inclusive):
     return a < b or (inclusive and a == b)
 
 
-_NUMPY_SORT_MIN_ROWS = 4096
+#: Groups longer than this are sorted by numpy's argsort (several times faster than numba's there).
+NUMPY_SORT_MIN_ROWS = 4096
 _INSERTION_SORT_MAX_ROWS = 16
+
+
+@njit(cache=True, nogil=True)
+def sort_group(scores, start, end, order):
+    """``order[start:end]`` = rows ``start:end`` by ascending score: an insertion sort in place
+    up to :data:`_INSERTION_SORT_MAX_ROWS` rows (no allocation, a handful of compares per row),
+    numba's ``argsort`` above.  (:func:`sort_within_groups` and the group forms of
+    :mod:`sparkrank.kernels.group_forms` both sort here, so their orders, ties included, agree.)"""
+    n = end - start
+    if n <= _INSERTION_SORT_MAX_ROWS:
+        for t in range(start, end):
+            order[t] = t
+            key = scores[t]
+            u = t
+            while u > start and scores[order[u - 1]] > key:
+                order[u] = order[u - 1]
+                u -= 1
+            order[u] = t
+    else:
+        local = np.argsort(scores[start:end])
+        for t in range(n):
+            order[start + t] = start + local[t]
 
 
 @njit(cache=True)
 def _sort_small_groups(scores, offsets, order, max_rows):
     for g in range(offsets.shape[0] - 1):
-        start, end = offsets[g], offsets[g + 1]
-        n = end - start
-        if n > max_rows:
-            continue
-        if n <= _INSERTION_SORT_MAX_ROWS:
-            # insertion sort in place: no allocation, a handful of compares per row
-            for t in range(start, end):
-                order[t] = t
-                key = scores[t]
-                u = t
-                while u > start and scores[order[u - 1]] > key:
-                    order[u] = order[u - 1]
-                    u -= 1
-                order[u] = t
-        else:
-            local = np.argsort(scores[start:end])
-            for t in range(n):
-                order[start + t] = start + local[t]
+        if offsets[g + 1] - offsets[g] <= max_rows:
+            sort_group(scores, offsets[g], offsets[g + 1], order)
 
 
 def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -82,9 +89,9 @@ def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     The order of tied scores is unspecified (the sweeps do not depend on it).  int32 (half the
     memory of a state TRON keeps per point) unless the rows could overflow it."""
     order = np.empty(scores.shape[0], dtype=np.int32 if scores.shape[0] < 2**31 else np.int64)
-    _sort_small_groups(scores, offsets, order, _NUMPY_SORT_MIN_ROWS)
+    _sort_small_groups(scores, offsets, order, NUMPY_SORT_MIN_ROWS)
     # numpy's vectorised sort is several times faster than numba's on large groups
-    for g in np.flatnonzero(np.diff(offsets) > _NUMPY_SORT_MIN_ROWS):
+    for g in np.flatnonzero(np.diff(offsets) > NUMPY_SORT_MIN_ROWS):
         start, end = offsets[g], offsets[g + 1]
         order[start:end] = np.argsort(scores[start:end]) + start
     return order

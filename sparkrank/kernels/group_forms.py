@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .counting import sweep_group
+from ..numerics.exact_sum import two_sum
+from .counting import sort_group, sweep_group
 
 
 def hessian_work(max_rows: int, rank_dtype) -> tuple:
@@ -60,3 +61,60 @@ def squared_hinge_hessian_group(p, order, label_rank, u, start, end, n_levels, m
         row = order[start + t]
         # SquaredHingeHessianKernel's expression, operation for operation
         coef[row - start] = 2.0 * (np.float64(n_above[t] + n_below[t]) * u[row] - (s_above[t] + s_below[t]))
+
+
+def value_work(max_rows: int, rank_dtype) -> tuple:
+    """Scratch arrays for :func:`squared_hinge_group` on groups of up to ``max_rows`` rows."""
+    return hessian_work(max_rows, rank_dtype) + (np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
+                                                 np.zeros(max_rows), np.zeros(max_rows))
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin, tree, work, coef, diagonal, sums):
+    """:class:`~sparkrank.kernels.losses.SquaredHingeKernel` (and its diagonal variant) on one
+    group, rows ``start:end`` of a tile: sorts the group (``order[start:end]``, the tile's kept
+    order), and for each row ``r`` in row order sets ``coef[r - start] = 2((l⁺+l⁻)p - (α⁺+α⁻) +
+    (l⁺-l⁻))`` and ``diagonal[r - start] = 2(l⁺+l⁻)`` (lee-lin2014 eqs. (18)-(19)), and adds its
+    loss term ``((l⁺+l⁻)p - (α⁺+α⁻) + 2(l⁺-l⁻))p`` and its ``diagonal`` to the tile's running
+    double-double sums ``sums[0:2]`` / ``sums[2:4]`` and ``l⁺`` / ``l⁻`` to ``sums[4]`` / ``sums[5]``
+    (exact integers): the kernel's ``sum_dd`` over the tile's rows in row order, operation for
+    operation."""
+    sorted_p, sorted_rank, _, n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted, \
+        n_above, n_below, s_above, s_below = work
+    n = end - start
+    sort_group(scores, start, end, order)
+    for t in range(n):
+        n_above[t] = 0
+        n_below[t] = 0
+        s_above[t] = 0.0
+        s_below[t] = 0.0
+    if n_levels >= 2:
+        for t in range(n):
+            row = order[start + t]
+            sorted_p[t] = scores[row]
+            sorted_rank[t] = label_rank[row]
+            n_above_sorted[t] = 0
+            n_below_sorted[t] = 0
+            s_above_sorted[t] = 0.0
+            s_below_sorted[t] = 0.0
+        sweep_group(sorted_p, sorted_rank, sorted_p, 0, n, n_levels, margin, False, False, True, tree,
+                    n_above_sorted, s_above_sorted)
+        sweep_group(sorted_p, sorted_rank, sorted_p, 0, n, n_levels, margin, False, True, True, tree,
+                    n_below_sorted, s_below_sorted)
+        for t in range(n):  # sorted positions back to rows
+            r = order[start + t] - start
+            n_above[r] = n_above_sorted[t]
+            n_below[r] = n_below_sorted[t]
+            s_above[r] = s_above_sorted[t]
+            s_below[r] = s_below_sorted[t]
+    for r in range(n):  # SquaredHingeKernel's expressions, operation for operation, in row order
+        p = scores[start + r]
+        l_sum = np.float64(n_above[r] + n_below[r])
+        l_diff = np.float64(n_above[r] - n_below[r])
+        alpha = s_above[r] + s_below[r]
+        sums[0], sums[1] = two_sum(sums[0], sums[1], (l_sum * p - alpha + 2.0 * l_diff) * p)
+        coef[r] = 2.0 * (l_sum * p - alpha + l_diff)
+        diagonal[r] = 2.0 * l_sum
+        sums[2], sums[3] = two_sum(sums[2], sums[3], diagonal[r])
+        sums[4] += n_above[r]
+        sums[5] += n_below[r]

@@ -59,21 +59,36 @@ class SquaredHingeKernel(ScoreKernel):
     with_diagonal: ClassVar[bool] = False
     counting: str = DEFAULT_COUNTING
 
+    @property
+    def group_form(self) -> str | None:  # type: ignore[override]
+        # kernels/group_forms.squared_hinge_group sorts and sweeps as the selection counting does
+        return "squared_hinge" if self.counting == "selection" else None
+
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         order = None if self.counting == "pairs" else sort_within_groups(scores, groups.offsets)
         k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting)
         l_sum = (k.n_above + k.n_below).astype(np.float64)
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
-        loss = dd_add(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores), (float(k.n_below.sum()), 0.0))
         coef = 2.0 * (l_sum * scores - alpha + l_diff)
-        hi, lo = [loss[0], float(k.n_above.sum())], [loss[1], 0.0]
-        if self.with_diagonal:  # SupportPairDiagonalKernel's coef and weight, from the same counts
-            diagonal = 2.0 * l_sum
-            weight = sum_dd(diagonal)
-            return Statistics(self.statistics, hi + [weight[0]], lo + [weight[1]]).result(
-                coef, (scores, order), diagonal)
-        return Statistics(self.statistics, hi, lo).result(coef, (scores, order))
+        diagonal = 2.0 * l_sum  # SupportPairDiagonalKernel's coef, from the same counts
+        stats = self.statistics_from_sums(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores),
+                                          k.n_above.sum(), k.n_below.sum(),
+                                          sum_dd(diagonal) if self.with_diagonal else None)
+        return stats.result(coef, (scores, order), diagonal if self.with_diagonal else None)
+
+    def statistics_from_sums(self, loss_terms, n_above: float, n_below: float, diagonal) -> Statistics:
+        """The statistics from the exact sums over the rows of the loss terms
+        ``((l⁺+l⁻)p - (α⁺+α⁻) + 2(l⁺-l⁻))p`` and of the diagonal ``2(l⁺+l⁻)`` (double-doubles; the
+        diagonal's is only read by the diagonal variant) and
+        of ``l⁺`` and ``l⁻`` (the loss adds ``Σ l⁻``; ``support_pairs`` is ``Σ l⁺``); the one place
+        of these formulas for ``__call__`` and the group form
+        (:func:`sparkrank.kernels.group_forms.squared_hinge_group`)."""
+        loss = dd_add(loss_terms, (float(n_below), 0.0))
+        hi, lo = [loss[0], float(n_above)], [loss[1], 0.0]
+        if self.with_diagonal:  # SupportPairDiagonalKernel's weight
+            return Statistics(self.statistics, hi + [diagonal[0]], lo + [diagonal[1]])
+        return Statistics(self.statistics, hi, lo)
 
 
 @dataclass(frozen=True)

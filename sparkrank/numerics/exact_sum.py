@@ -25,7 +25,7 @@ DoubleDouble = tuple[np.ndarray, np.ndarray]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _two_sum(hi, lo, p):
+def two_sum(hi, lo, p):
     """``(hi, lo) + p`` exactly: TwoSum of ``hi`` and ``p``, its error term added to ``lo``."""
     s = hi + p
     bb = s - hi
@@ -35,7 +35,7 @@ def _two_sum(hi, lo, p):
 @njit(cache=True, nogil=True, inline="always")
 def _two_sum_into(hi, lo, j, p):
     """``(hi[j], lo[j]) += p`` exactly."""
-    hi[j], lo[j] = _two_sum(hi[j], lo[j], p)
+    hi[j], lo[j] = two_sum(hi[j], lo[j], p)
 
 
 @njit(cache=True, nogil=True)
@@ -77,7 +77,7 @@ def add_dense_step_dd(values, rows, step, hi, lo, power):
         add_rows_dd(values, rows, step, hi, lo, 2)
     for j in range(n - n % SCORE_LANES, n):
         for r in range(DD_ROWS):
-            hi[j], lo[j] = _two_sum(hi[j], lo[j], _dense_term(np.float64(values[rows[r], j]), step[r], power))
+            hi[j], lo[j] = two_sum(hi[j], lo[j], _dense_term(np.float64(values[rows[r], j]), step[r], power))
 
 
 @njit(cache=True, nogil=True)
@@ -113,7 +113,7 @@ def _sum_dd(x):
     hi = 0.0
     lo = 0.0
     for i in range(x.shape[0]):
-        hi, lo = _two_sum(hi, lo, x[i])
+        hi, lo = two_sum(hi, lo, x[i])
     return hi, lo
 
 

@@ -28,9 +28,12 @@ miscompilation, numba #8705), its loop vectoriser does not see eight scalar lane
 vector, and on these processors it prefers 256-bit vectors.  The IR has no fast-math flags,
 so every operation is rounded as written (no reassociation, no fused multiply-add).
 
-numba's on-disk cache keys a compiled function on its own source file only: after editing this
-module, touch ``linalg.py`` and ``exact_sum.py`` too (or remove their ``__pycache__``), or the
-cached kernels keep the old vector code.
+numba's on-disk cache keys a compiled function on the contents of its own source file only (a
+hash of the file; its modification time does not matter), and a cached function carries the code
+of every jitted function it calls: after editing this module, or any other whose jitted functions
+are called from other files (``counting.sweep_group``, ``kernels/group_forms.py``,
+``exact_sum.add_dense_step_dd``), delete the cached files (``find sparkrank -name '*.nb[ic]'
+-delete``), or the callers keep the old code.
 """
 
 from __future__ import annotations
@@ -153,7 +156,7 @@ def row_dot_lanes(typingctx, values, row, v):
 def add_rows_dd(typingctx, values, rows, coefs, hi, lo, power):
     """``(hi, lo)[j] += term(values[rows[k], j], coefs[k])`` for ``k = 0..3`` in that order, for
     the columns ``j < n - n mod 8`` (the caller adds the rest), each addition a TwoSum whose
-    error goes to ``lo``: the operations of ``exact_sum._two_sum``, so the same bits.
+    error goes to ``lo``: the operations of ``exact_sum.two_sum``, so the same bits.
 
     ``term(x, c)`` is ``+0.0`` when ``x == 0`` or ``c == 0``, else ``x·c`` (``power`` 1) or
     ``(x·x)·c`` (``power`` 2) (``exact_sum._dense_term``).  ``rows``: int64 array of 4 row
@@ -186,7 +189,7 @@ def add_rows_dd(typingctx, values, rows, coefs, hi, lo, power):
                 x, present = matrix.load(row_ptr, j)
                 product = builder.fmul(builder.fmul(x, x) if squared else x, c)
                 p = builder.select(builder.and_(present, c_present), product, zero)
-                s = builder.fadd(h, p)  # TwoSum, then its error into lo (exact_sum._two_sum)
+                s = builder.fadd(h, p)  # TwoSum, then its error into lo (exact_sum.two_sum)
                 bb = builder.fsub(s, h)
                 error = builder.fadd(builder.fsub(h, builder.fsub(s, bb)), builder.fsub(p, bb))
                 h, lo = s, builder.fadd(lo, error)
