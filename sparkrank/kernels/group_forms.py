@@ -5,13 +5,13 @@ tile's ``X·v``, then the kernel, then ``Xᵀc``: ``X`` is read from memory twic
 2-core development host the last-level cache is no faster than memory for that second read).
 A kernel whose coefficients for one group come from that group's scores and its kept state
 alone can also offer a *group form*: a numba function from one group's scores to its
-coefficients, which an engine's compiled loop (:mod:`sparkrank.engines.group_passes`) calls
+coefficients (and, for a value pass, its sort order and running sums of its statistics), which an engine's compiled loop (:mod:`sparkrank.engines.group_passes`) calls
 between the group's ``X·v`` and ``Xᵀc``, while the group's rows are still in the first- or
 second-level cache.  Score space only: a group form never sees ``X``.
 
-A group form must give the same coefficients as its kernel, bit for bit: it runs the same
-sweeps (:func:`sparkrank.kernels.counting.sweep_group`) and the same arithmetic, in the same
-order (``tests/test_group_passes.py`` checks it against the kernels on random data).
+A group form must give the same results as its kernel, bit for bit: it runs the same sort
+(:func:`sparkrank.kernels.counting.sort_group`) and sweeps
+(:func:`sparkrank.kernels.counting.sweep_group`) and the same arithmetic, in the same order (``tests/test_group_passes.py`` checks it against the kernels on random data).
 """
 
 from __future__ import annotations
