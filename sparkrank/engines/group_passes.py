@@ -108,20 +108,25 @@ def _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat,
 
 
 @njit(cache=True, nogil=True)
+def _tile_scratch(values, v):
+    """For a tile's loop: ``values`` flat (for the prefetches), its elements per cache line, and
+    the row indices and coefficients of one step; checks that ``v`` covers a row."""
+    if v.shape[0] < values.shape[1]:
+        raise ValueError("the vector is shorter than a row")
+    return values.reshape(-1), max(CACHE_LINE // values.itemsize, 1), np.zeros(DD_ROWS, dtype=np.int64), \
+        np.zeros(DD_ROWS)
+
+
+@njit(cache=True, nogil=True)
 def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, order, margin, tree, work,
                                 scores, hi, lo):
     # Per group: scores (X·v), the group form's coefficients, then the rows' Xᵀc terms.
     # Meanwhile the next group's rows are prefetched, spread over this group's score and Xᵀc
     # loops, so its X·v finds them in cache: the memory traffic overlaps this group's arithmetic.
-    if v.shape[0] < values.shape[1]:
-        raise ValueError("the vector is shorter than a row")
     n = values.shape[1]
-    flat = values.reshape(-1)
-    per_line = max(CACHE_LINE // values.itemsize, 1)
+    flat, per_line, rows, step = _tile_scratch(values, v)
     coefs = np.zeros((1, work[0].shape[0]))
     powers = np.ones(1, dtype=np.int64)
-    rows = np.zeros(DD_ROWS, dtype=np.int64)
-    step = np.zeros(DD_ROWS)
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
         q, stop, during_scores = _next_group_lines(offsets, g, n, per_line)
@@ -137,14 +142,9 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
     # The value pass of the squared hinge per group: scores (X·w, unless given), the sort, the
     # counts and the group form's coefficients and sums, then the products named by powers
     # (0: none; 1: Xᵀc; 3: Xᵀc and the diagonal's moments Xᵀa, (X∘X)ᵀa), prefetching as above.
-    if v.shape[0] < values.shape[1]:
-        raise ValueError("the vector is shorter than a row")
     n = values.shape[1]
-    flat = values.reshape(-1)
-    per_line = max(CACHE_LINE // values.itemsize, 1)
+    flat, per_line, rows, step = _tile_scratch(values, v)
     coefs = np.zeros((3, work[0].shape[0]))
-    rows = np.zeros(DD_ROWS, dtype=np.int64)
-    step = np.zeros(DD_ROWS)
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
         q, stop, during_scores = _next_group_lines(offsets, g, n, per_line)
