@@ -10,6 +10,10 @@ Quick start::
 
 __version__ = "0.1.0"
 
+from .numba_cache import clear_stale_caches  # noqa: E402
+
+clear_stale_caches()  # before any kernel's cache is looked up (see sparkrank/numba_cache.py)
+
 from .data.block import DataError, RankingData  # noqa: E402
 from .data.groups import QueryGroups  # noqa: E402
 from .model import RankingModel  # noqa: E402

@@ -25,9 +25,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparkrank"
 
 
 def cache_is_stale(package: Path = PACKAGE) -> bool:
-    """True if a module with cached numba functions has no cache index newer than its source,
-    as after a checkout or an edit (numba throws away an index older than its source file).
-    A cheap test, not an exact one: it does not look at every function and signature."""
+    """True if the sources changed since the caches were made (``sparkrank/numba_cache.py``:
+    the first import of sparkrank will then delete every cache), or if a module with cached numba
+    functions has no cache index newer than its source, as after a checkout.  A cheap test, not
+    an exact one: it does not look at every function and signature.  (It reads the sources'
+    digest without importing sparkrank, whose import would delete the caches first.)"""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_sparkrank_numba_cache", package / "numba_cache.py")
+    numba_cache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(numba_cache)
+    marker = package / "__pycache__" / numba_cache.MARKER
+    if not marker.exists() or marker.read_text(encoding="ascii") != numba_cache.source_digest(str(package)):
+        return True
     for source in package.rglob("*.py"):
         if "cache=True" not in source.read_text(encoding="utf-8", errors="replace"):
             continue

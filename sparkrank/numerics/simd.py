@@ -28,12 +28,10 @@ miscompilation, numba #8705), its loop vectoriser does not see eight scalar lane
 vector, and on these processors it prefers 256-bit vectors.  The IR has no fast-math flags,
 so every operation is rounded as written (no reassociation, no fused multiply-add).
 
-numba's on-disk cache keys a compiled function on the contents of its own source file only (a
-hash of the file; its modification time does not matter), and a cached function carries the code
-of every jitted function it calls: after editing this module, or any other whose jitted functions
-are called from other files (``counting.sweep_group``, ``kernels/group_forms.py``,
-``exact_sum.add_dense_step_dd``), delete the cached files (``find sparkrank -name '*.nb[ic]'
--delete``), or the callers keep the old code.
+numba's on-disk cache keys a compiled function on the contents of its own source file only, and
+a cached function carries the code of every jitted function it calls (these intrinsics included):
+:mod:`sparkrank.numba_cache` therefore deletes every cache file of the package when any of its
+sources changes, so an edit here reaches the cached callers.
 """
 
 from __future__ import annotations
