@@ -318,3 +318,25 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
             models[depth] = train(engine, solver="tron", C=0.05, tol=SYNTHETIC_TOL["tron"])
     np.testing.assert_array_equal(models[None].weights, models[2].weights)
     np.testing.assert_array_equal(models[None].weights, synthetic_local["tron"].weights)
+
+
+def test_small_vectors_travel_inside_the_tasks_and_large_ones_as_broadcasts(spark):
+    """A pass's weight vector up to ``INLINE_ARRAY_BYTES`` goes inside each task (no broadcast
+    to create and destroy); a larger array is broadcast and destroyed after the pass."""
+    from types import SimpleNamespace
+
+    from pyspark import Broadcast
+
+    from sparkrank.engines.spark import INLINE_ARRAY_BYTES, SparkEngine
+    from sparkrank.spark.blocks import InlineValue
+
+    small = np.arange(INLINE_ARRAY_BYTES // 8, dtype=np.float64)
+    large = np.arange(INLINE_ARRAY_BYTES // 8 + 1, dtype=np.float64)
+    holder = SimpleNamespace(sc=spark.sparkContext)
+    with SparkEngine._broadcast(holder, small, None, large) as (a, none, b):
+        assert isinstance(a, InlineValue) and a.value is small and none is None
+        assert isinstance(b, Broadcast) and np.array_equal(b.value, large)
+        seen = spark.sparkContext.parallelize(range(2), 2).map(lambda i: (a.value[-1], b.value[-1])).collect()
+        assert seen == [(small[-1], large[-1])] * 2
+    with pytest.raises(Exception):  # destroyed with the pass
+        spark.sparkContext.parallelize(range(1), 1).map(lambda i: b.value[0]).collect()

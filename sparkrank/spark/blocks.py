@@ -59,6 +59,14 @@ _GROUP_ARRAYS = ("labels", "offsets", "label_rank", "n_levels", "pairs_per_group
 _DENSE = "dense"
 
 
+@dataclass(frozen=True)
+class InlineValue:
+    """A small value shipped inside a task, with the ``.value`` of a broadcast (see
+    ``SparkEngine._broadcast``)."""
+
+    value: Any
+
+
 class BlockMissingError(RuntimeError):
     """The block file of a partition is not on the host that runs the task."""
 
@@ -452,7 +460,8 @@ def replay_state(block: Block, tiles: list[Tile], ref, recipe: StateRecipe):
 def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
                        released: tuple[int, ...], recipe_bc=None, tile_bytes: int | None = None):
     """Executor mode: the fused pass over this block's tiles (``X·w``, the kernel on each
-    tile's groups, ``Xᵀc``; ``engines/tiles.py``); keeps the tiles' states on disk.
+    tile's groups, ``Xᵀc``; ``engines/tiles.py``); keeps the tiles' states on disk.  ``w_bc``
+    is the vector's broadcast or :class:`InlineValue` (read through ``.value``).
 
     A missing input state yields :class:`MissingStates` (no task failure, so Spark does not
     retry in vain) unless ``recipe_bc`` (a broadcast :class:`StateRecipe`) is given; then it
