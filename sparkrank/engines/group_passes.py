@@ -169,16 +169,20 @@ def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool, til
     if form == SQUARED_HINGE_HESSIAN:
         return not kernel.statistics and fresh and states is not None and powers == (1,)
     if form == SQUARED_HINGE:
-        return (states is None and powers in ((1,), ())
-                and all(t.groups.n_groups == 0 or int(np.diff(t.groups.offsets).max()) <= NUMPY_SORT_MIN_ROWS
-                        for t in tiles))
+        return states is None and powers in ((1,), ()) and _largest_group(tiles)[0] <= NUMPY_SORT_MIN_ROWS
     return False
+
+
+def _largest_group(tiles) -> tuple[int, int]:
+    """The most rows and the most label levels of a group in ``tiles`` (at least 1 each)."""
+    nonempty = [t.groups for t in tiles if t.groups.n_groups]
+    return (max((int(g.group_sizes.max()) for g in nonempty), default=1),
+            max((int(g.n_levels.max()) for g in nonempty), default=1))
 
 
 def _scratch(tiles, work_of):
     """A selection tree and a group form's work arrays for the largest group of ``tiles``."""
-    max_rows = max((int(np.diff(t.groups.offsets).max()) for t in tiles if t.groups.n_groups), default=1)
-    max_levels = max((int(t.groups.n_levels.max()) for t in tiles if t.groups.n_groups), default=1)
+    max_rows, max_levels = _largest_group(tiles)
     return trees.selection_new(max_levels, max_rows, True), work_of(max_rows, tiles[0].groups.label_rank.dtype)
 
 

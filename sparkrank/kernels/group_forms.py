@@ -24,10 +24,37 @@ from .counting import sort_group, sweep_group
 
 
 def hessian_work(max_rows: int, rank_dtype) -> tuple:
-    """Scratch arrays for :func:`squared_hinge_hessian_group` on groups of up to ``max_rows`` rows."""
+    """Scratch arrays for :func:`squared_hinge_hessian_group` on groups of up to ``max_rows`` rows:
+    the group's scores, label ranks and values in score order, and :func:`_count_group`'s counts
+    and sums at those positions."""
     return (np.empty(max_rows), np.empty(max_rows, dtype=rank_dtype), np.empty(max_rows),
             np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
             np.zeros(max_rows), np.zeros(max_rows))
+
+
+@njit(cache=True, nogil=True)
+def _count_group(p, order, label_rank, values, start, end, n_levels, margin, tree, work):
+    """``count_support_pairs`` on one group (rows ``start:end`` of a tile, ``order`` its rows by
+    score ``p``): ``n_above``, ``n_below`` and the sums of ``values`` over the same partners, left
+    in ``work`` at the rows' sorted positions; zeros for a group of one label level."""
+    sorted_p, sorted_rank, sorted_values, n_above, n_below, s_above, s_below = work[:7]
+    n = end - start
+    for t in range(n):
+        n_above[t] = 0
+        n_below[t] = 0
+        s_above[t] = 0.0
+        s_below[t] = 0.0
+    if n_levels < 2:
+        return  # a single label level: no pairs
+    for t in range(n):  # the group's rows in score order, as count_support_pairs gathers them
+        row = order[start + t]
+        sorted_p[t] = p[row]
+        sorted_rank[t] = label_rank[row]
+        sorted_values[t] = values[row]
+    sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, False, True, tree,
+                n_above, s_above)
+    sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, True, True, tree,
+                n_below, s_below)
 
 
 @njit(cache=True, nogil=True)
@@ -40,31 +67,17 @@ def squared_hinge_hessian_group(p, order, label_rank, u, start, end, n_levels, m
     ``tree``: a selection tree with sums (``trees.selection_new``) for the group's levels and
     rows; ``work``: :func:`hessian_work`.
     """
-    sorted_p, sorted_rank, sorted_u, n_above, n_below, s_above, s_below = work
-    n = end - start
-    for t in range(n):
-        n_above[t] = 0
-        n_below[t] = 0
-        s_above[t] = 0.0
-        s_below[t] = 0.0
-    if n_levels >= 2:  # a single label level: no pairs, every count and sum stays zero
-        for t in range(n):  # the group's rows in score order, as count_support_pairs gathers them
-            row = order[start + t]
-            sorted_p[t] = p[row]
-            sorted_rank[t] = label_rank[row]
-            sorted_u[t] = u[row]
-        sweep_group(sorted_p, sorted_rank, sorted_u, 0, n, n_levels, margin, False, False, True, tree,
-                    n_above, s_above)
-        sweep_group(sorted_p, sorted_rank, sorted_u, 0, n, n_levels, margin, False, True, True, tree,
-                    n_below, s_below)
-    for t in range(n):
+    _count_group(p, order, label_rank, u, start, end, n_levels, margin, tree, work)
+    n_above, n_below, s_above, s_below = work[3:7]
+    for t in range(end - start):
         row = order[start + t]
         # SquaredHingeHessianKernel's expression, operation for operation
         coef[row - start] = 2.0 * (np.float64(n_above[t] + n_below[t]) * u[row] - (s_above[t] + s_below[t]))
 
 
 def value_work(max_rows: int, rank_dtype) -> tuple:
-    """Scratch arrays for :func:`squared_hinge_group` on groups of up to ``max_rows`` rows."""
+    """Scratch arrays for :func:`squared_hinge_group`: :func:`hessian_work`'s, and the counts and
+    sums again in row order."""
     return hessian_work(max_rows, rank_dtype) + (np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
                                                  np.zeros(max_rows), np.zeros(max_rows))
 
@@ -79,35 +92,17 @@ def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin,
     double-double sums ``sums[0:2]`` / ``sums[2:4]`` and ``l⁺`` / ``l⁻`` to ``sums[4]`` / ``sums[5]``
     (exact integers): the kernel's ``sum_dd`` over the tile's rows in row order, operation for
     operation."""
-    sorted_p, sorted_rank, _, n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted, \
-        n_above, n_below, s_above, s_below = work
-    n = end - start
     sort_group(scores, start, end, order)
-    for t in range(n):
-        n_above[t] = 0
-        n_below[t] = 0
-        s_above[t] = 0.0
-        s_below[t] = 0.0
-    if n_levels >= 2:
-        for t in range(n):
-            row = order[start + t]
-            sorted_p[t] = scores[row]
-            sorted_rank[t] = label_rank[row]
-            n_above_sorted[t] = 0
-            n_below_sorted[t] = 0
-            s_above_sorted[t] = 0.0
-            s_below_sorted[t] = 0.0
-        sweep_group(sorted_p, sorted_rank, sorted_p, 0, n, n_levels, margin, False, False, True, tree,
-                    n_above_sorted, s_above_sorted)
-        sweep_group(sorted_p, sorted_rank, sorted_p, 0, n, n_levels, margin, False, True, True, tree,
-                    n_below_sorted, s_below_sorted)
-        for t in range(n):  # sorted positions back to rows
-            r = order[start + t] - start
-            n_above[r] = n_above_sorted[t]
-            n_below[r] = n_below_sorted[t]
-            s_above[r] = s_above_sorted[t]
-            s_below[r] = s_below_sorted[t]
-    for r in range(n):  # SquaredHingeKernel's expressions, operation for operation, in row order
+    _count_group(scores, order, label_rank, scores, start, end, n_levels, margin, tree, work)
+    n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted = work[3:7]
+    n_above, n_below, s_above, s_below = work[7:11]
+    for t in range(end - start):  # sorted positions back to rows
+        r = order[start + t] - start
+        n_above[r] = n_above_sorted[t]
+        n_below[r] = n_below_sorted[t]
+        s_above[r] = s_above_sorted[t]
+        s_below[r] = s_below_sorted[t]
+    for r in range(end - start):  # SquaredHingeKernel's expressions, operation for operation, in row order
         p = scores[start + r]
         l_sum = np.float64(n_above[r] + n_below[r])
         l_diff = np.float64(n_above[r] - n_below[r])

@@ -71,11 +71,12 @@ class SquaredHingeKernel(ScoreKernel):
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
         coef = 2.0 * (l_sum * scores - alpha + l_diff)
-        diagonal = 2.0 * l_sum  # SupportPairDiagonalKernel's coef, from the same counts
+        # SupportPairDiagonalKernel's coef, from the same counts, when asked for
+        diagonal = 2.0 * l_sum if self.with_diagonal else None
         stats = self.statistics_from_sums(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores),
                                           k.n_above.sum(), k.n_below.sum(),
-                                          sum_dd(diagonal) if self.with_diagonal else None)
-        return stats.result(coef, (scores, order), diagonal if self.with_diagonal else None)
+                                          None if diagonal is None else sum_dd(diagonal))
+        return stats.result(coef, (scores, order), diagonal)
 
     def statistics_from_sums(self, loss_terms, n_above: float, n_below: float, diagonal) -> Statistics:
         """The statistics from the exact sums over the rows of the loss terms
