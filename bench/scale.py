@@ -8,7 +8,7 @@ For each size: write (once, chunked) a synthetic Parquet set, build the Spark bl
 row groups, ``--build shuffle`` has the JVM shuffle the rows by qid first), train L2-loss RankSVM by TRON to tol 1e-3 (or
 ``--max-iter``), and record block-build time, iterations, time per iteration, time per
 engine pass (the median of all, and of TRON's Hessian and value passes apart, each also over the
-time to read the block arrays once), total time and the peak memory of the whole process tree (driver Python, JVM,
+time to read the block arrays once, and every pass in order in the JSON), total time and the peak memory of the whole process tree (driver Python, JVM,
 Python workers; sampled every 0.2 s from /proc): anonymous memory (what the job needs) and
 resident set (which also counts the memory-mapped block files, once per worker mapping them).  Prints the table and the growth exponent of the per-pass
 time over m (1.0 = linear); writes bench/results/scale.json (scale_shuffle.json).
@@ -183,9 +183,11 @@ def main(argv=None) -> int:
                      "hessian_over_read": None if read_once is None or hessian is None else hessian / read_once,
                      "value_over_read": None if read_once is None or value is None else value / read_once,
                      "total_s": total, "peak_anon_gb": mem.peak_anon / 1e9, "peak_rss_gb": mem.peak_rss / 1e9,
-                     "objective": s["objective"], "converged": s["converged"]})
-        print(table(rows[-1:], list(rows[-1])), flush=True)
-    cols = list(rows[0])
+                     "objective": s["objective"], "converged": s["converged"],
+                     # every pass in order, to see the kinds and the first passes' warm-up (JVM JIT)
+                     "passes_in_order": [[kind, round(t, 4)] for kind, t in zip(counter.kinds, counter.seconds)]})
+        print(table(rows[-1:], [k for k in rows[-1] if k != "passes_in_order"]), flush=True)
+    cols = [k for k in rows[0] if k != "passes_in_order"]
     print()
     print(table(rows, cols))
     if len(rows) > 1:
