@@ -19,7 +19,8 @@ from sparkrank.data.block import DataError, RankingData
 from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
 from sparkrank.engines.base import FeatureStatistics
 from sparkrank.engines.local import LocalEngine
-from sparkrank.numerics.exact_sum import csr_tdot_dd, dd_round, rmatvec_dd, rmatvec_dd_powers, rmatvec_dd_products
+from sparkrank.numerics.exact_sum import (add_split_steps, csr_tdot_dd, dd_add, dd_round, rmatvec_dd, rmatvec_dd_powers,
+                                         rmatvec_dd_products, split_steps, step_starts, step_terms)
 from sparkrank.numerics.simd import SCORE_LANES
 from sparkrank.numerics.linalg import csr_dot, matvec
 from sparkrank.training import train
@@ -170,9 +171,38 @@ def dense_matrices(draw, max_rows: int, max_cols: int):
     return rng, random_matrix(rng, m, n, density, np.float32 if draw(st.booleans()) else np.float64)
 
 
+def step_sums_oracle(X: np.ndarray, c: np.ndarray, power: int, starts) -> tuple[np.ndarray, np.ndarray]:
+    """exact_sum's convention in plain Python floats: steps of four rows from each origin of
+    ``starts``, a step's terms summed per column from +0.0 in row order (a zero entry or
+    coefficient is no term), each step sum added to the column's (hi, lo) by TwoSum."""
+    m, n = X.shape
+    hi, lo = np.zeros(n), np.zeros(n)
+    for j in range(n):
+        h, low = 0.0, 0.0
+        for a, b in zip(starts[:-1], starts[1:]):
+            for i in range(a, b, 4):
+                p = 0.0
+                for r in range(i, min(i + 4, b)):
+                    x, ci = float(X[r, j]), float(c[r])
+                    if x != 0.0 and ci != 0.0:
+                        p += x * ci if power == 1 else (x * x) * ci
+                s_ = h + p
+                bb = s_ - h
+                h, low = s_, low + ((h - (s_ - bb)) + (p - bb))
+        hi[j], lo[j] = h, low
+    return hi, lo
+
+
+@st.composite
+def query_starts(draw, m: int):
+    """Step origins of ``m`` rows: 0, some query starts, ``m``."""
+    inner = sorted(set(draw(st.lists(st.integers(1, max(m - 1, 1)), max_size=6)))) if m > 1 else []
+    return np.array([0, *inner, m], dtype=np.int64)
+
+
 @settings(max_examples=40, deadline=None)
-@given(drawn=dense_matrices(30, 12))
-def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn):
+@given(drawn=dense_matrices(30, 12), data=st.data())
+def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn, data):
     rng, dense = drawn
     m, n = dense.shape
     csr = sp.csr_matrix(dense)
@@ -182,15 +212,21 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn):
     rows = (m // 3, m - m // 4)
     assert np.array_equal(bits(matvec(dense, v)), bits(csr_dot(csr, v)))
     assert np.array_equal(bits(matvec(dense, v, rows)), bits(csr_dot(csr, v, rows)))
+    queries = data.draw(query_starts(rows[1] - rows[0]))
     for power in (1, 2):
-        for r in (None, rows):
-            a, b = rmatvec_dd(dense, c, power, r), csr_tdot_dd(csr, c, power, r)
+        for r, starts in ((None, None), (rows, None), (rows, queries)):
+            a, b = rmatvec_dd(dense, c, power, r, starts), csr_tdot_dd(csr, c, power, r, starts)
             assert np.array_equal(bits(a[0]), bits(b[0])) and np.array_equal(bits(a[1]), bits(b[1]))
-            # the exactly rounded column sums of the float64 terms (math.fsum)
+            # the convention's oracle, operation for operation
             lo_row, hi_row = (0, m) if r is None else r
+            origins = np.array([0, hi_row - lo_row]) if starts is None else starts
+            want = step_sums_oracle(dense[lo_row:hi_row], c[lo_row:hi_row], power, origins)
+            assert np.array_equal(bits(a[0]), bits(want[0])) and np.array_equal(bits(a[1]), bits(want[1]))
+            # and within a few roundings of the exact column sums of the float64 terms
             terms = dense[lo_row:hi_row].astype(np.float64) ** power * c[lo_row:hi_row, None]
-            exact = [math.fsum(terms[:, j]) for j in range(n)]
-            np.testing.assert_allclose(dd_round(a), exact, rtol=1e-15, atol=1e-300)
+            exact = np.array([math.fsum(terms[:, j]) for j in range(n)])
+            scale = np.abs(terms).sum(axis=0)
+            assert np.all(np.abs(dd_round(a) - exact) <= 4 * np.finfo(float).eps * scale + 1e-300)
     # several products from one sweep (both powers; other coefficients, as the value pass's
     # Xᵀc and the preconditioner's moments): the same bits as each alone, on both layouts
     other = np.abs(rng.normal(size=m)) * (rng.random(m) < 0.6)
@@ -208,6 +244,55 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn):
     assert fd.count == fc.count
     for name in ("mean", "m2", "min", "max"):
         assert np.array_equal(bits(getattr(fd, name)), bits(getattr(fc, name))), name
+
+
+@settings(max_examples=40, deadline=None)
+@given(drawn=dense_matrices(60, 9), data=st.data())
+def test_partitions_that_cut_steps_sum_like_one_sweep(drawn, data):
+    """Spark's driver placement cuts a query's rows anywhere: each part sums its whole steps
+    (split_steps, step_starts) and hands its cut steps' terms to the driver (step_terms,
+    add_split_steps), which gives the one sweep's sums, on both layouts."""
+    rng, dense = drawn
+    m, n = dense.shape
+    c = rng.normal(size=m)
+    c[rng.random(m) < 0.3] = 0.0
+    offsets = None if data.draw(st.booleans()) else data.draw(query_starts(m))
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, m), max_size=8))) | {0, m})
+    products = [(c, 1), (np.abs(c), 2)]
+    for X in (dense, sp.csr_matrix(dense)):
+        whole = rmatvec_dd_products(X, products, None, step_starts(offsets, 0, m))
+        totals = [(np.zeros(n), np.zeros(n)) for _ in products]
+        rows, terms = [], []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            head, tail = split_steps(offsets, a, b)
+            assert a <= head <= tail <= b
+            part = rmatvec_dd_products(X, products, (head, tail), step_starts(offsets, head, tail))
+            totals = [dd_add(t, p) for t, p in zip(totals, part)]
+            cut = [*range(a, head), *range(tail, b)]
+            rows += cut
+            terms.append(step_terms(X, cut, products))
+        merged = add_split_steps(totals, offsets, np.array(rows, dtype=np.int64),
+                                 np.concatenate(terms, axis=1) if terms else np.zeros((2, 0, n)))
+        for got, want in zip(merged, whole):
+            assert np.array_equal(bits(dd_round(got)), bits(dd_round(want)))
+
+
+def test_a_cut_step_is_summed_in_row_order_from_its_parts():
+    # one step of four rows whose sum depends on the order: ((1 + 1e16) - 1e16) + 5 = 5 in
+    # float64 (the exact sum is 6); cut after each of its first three rows, it still sums to 5
+    X = np.array([[1.0], [1e16], [-1e16], [5.0]])
+    c = np.ones(4)
+    assert dd_round(rmatvec_dd(X, c))[0] == 5.0
+    for cut in (1, 2, 3):
+        parts = [(0, cut), (cut, 4)]
+        totals, rows, terms = [(np.zeros(1), np.zeros(1))], [], []
+        for a, b in parts:
+            head, tail = split_steps(None, a, b)
+            totals = [dd_add(totals[0], rmatvec_dd_products(X, [(c, 1)], (head, tail), step_starts(None, head, tail))[0])]
+            rows += [*range(a, head), *range(tail, b)]
+            terms.append(step_terms(X, [*range(a, head), *range(tail, b)], [(c, 1)]))
+        merged = add_split_steps(totals, None, np.array(rows[::-1]), np.concatenate(terms, axis=1)[:, ::-1])
+        assert dd_round(merged[0])[0] == 5.0
 
 
 def lane_order_scores(X: np.ndarray, v: np.ndarray) -> np.ndarray:

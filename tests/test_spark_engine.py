@@ -282,16 +282,19 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     assert len(counts) == 2 and min(counts) > 1000  # the worker's imported modules, at least
     assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
     # every task factory of a pass hands Spark the freezing wrapper
-    for task in (blocks.scores_task(None), blocks.driver_products_task((), (), {}, 1), blocks.labels_task(),
+    for task in (blocks.scores_task(None), blocks.driver_products_task((), (), {}, 1, None), blocks.labels_task(),
                  blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.feature_stats_task(1),
                  blocks.column_moments_task(None, None, 1)):
         assert task.__wrapped__.__name__ == "task"
 
 
-def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spark, synthetic, synthetic_local):
+def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spark, synthetic, synthetic_local,
+                                                                           monkeypatch):
     """``auto_aggregation_depth``: 1 (one Spark stage per pass) for small vectors; 2 (PySpark's
-    tree, a second stage with a shuffle once there are more than nine blocks) for wide ones or
-    when asked; the model is the same bit for bit either way."""
+    tree, a second stage with a shuffle once a pass has more than nine tasks) for wide ones or
+    when asked; the model is the same bit for bit either way.  On a local master a pass over 12
+    blocks runs ``LOCAL_TASKS_PER_CORE`` tasks per core (each over several blocks)."""
+    from sparkrank.engines import spark as spark_engine
     from sparkrank.engines.spark import DRIVER_PARTIALS_ENTRIES, auto_aggregation_depth
     from sparkrank.kernels.losses import SquaredHingeKernel
 
@@ -302,7 +305,10 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
         SparkEngine(spark.read.parquet(path), aggregation_depth=0)
     sc = spark.sparkContext
     models = {}
+    cores = sc.defaultParallelism
     for depth in (None, 2):
+        # depth 2: enough tasks per core that the pass has 12 tasks, and so two stages
+        monkeypatch.setattr(spark_engine, "LOCAL_TASKS_PER_CORE", 2 if depth is None else 12)
         with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=12,
                          aggregation_depth=depth) as engine:
             group = f"depth-{depth}"
@@ -315,6 +321,7 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
             ran = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds]
             ran = [s for s in ran if s.numCompletedTasks]  # not the cached block build's (skipped) stage
             assert len(ran) == (1 if depth is None else 2), (depth, ran)
+            assert ran[0].numTasks == (2 * cores if depth is None else 12), ran
             models[depth] = train(engine, solver="tron", C=0.05, tol=SYNTHETIC_TOL["tron"])
     np.testing.assert_array_equal(models[None].weights, models[2].weights)
     np.testing.assert_array_equal(models[None].weights, synthetic_local["tron"].weights)

@@ -43,7 +43,7 @@ from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
 from ..kernels.base import ScoreKernel
-from ..numerics.exact_sum import dd_round
+from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
 from ..spark import blocks
 from ..spark.errors import ClusterError
 from ..spark.locate import locate_row_error
@@ -86,6 +86,8 @@ def _close_at_exit() -> None:
                           ignore_errors=True)
 
 
+#: Tasks per core of a pass on a local master (each over several blocks when there are more).
+LOCAL_TASKS_PER_CORE = 2
 #: Float64 entries of partial sums the driver may receive from one pass at depth 1 (32 MB).
 DRIVER_PARTIALS_ENTRIES = 4 << 20
 #: Arrays up to this size (a weight vector of up to 8,192 features) go to the executors inside
@@ -206,6 +208,8 @@ class SparkEngine(Engine):
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._df = self._arrange(df)
         self._refs_df = self._refs_rdd = None
+        self._plans_bc = None  # driver placement: the partitions' steps of Xᵀc (_step_plans)
+        self._coalesced = None  # local master: the references in fewer tasks (_pass_refs)
         _OPEN_ENGINES.add(self)
         if not _EXIT_HOOK:
             atexit.register(_close_at_exit)
@@ -331,7 +335,10 @@ class SparkEngine(Engine):
         for cached in (self._refs_rdd, self._refs_df):
             if cached is not None:
                 cached.unpersist()
-        self._refs_rdd = self._refs_df = None
+        self._refs_rdd = self._refs_df = self._coalesced = None
+        if self._plans_bc is not None:  # the next blocks may cut the rows elsewhere
+            self._plans_bc.destroy()
+            self._plans_bc = None
 
     def _check_built(self, refs, t0: float) -> None:
         self.refs = refs
@@ -443,14 +450,27 @@ class SparkEngine(Engine):
                 if h is not None and not isinstance(h, blocks.InlineValue):
                     h.destroy()
 
+    def _pass_refs(self):
+        """The block references a pass runs over: one task per block on a cluster (a task must
+        run where its block's files are), and on a local master at most
+        :data:`LOCAL_TASKS_PER_CORE` tasks per core, each over several blocks in turn (a pass's
+        cost in Spark is mostly per task: ~15 ms of JVM CPU each on this host)."""
+        tasks = LOCAL_TASKS_PER_CORE * max(self.sc.defaultParallelism, 1)
+        if not self.is_local or self._refs_rdd.getNumPartitions() <= tasks:
+            return self._refs_rdd
+        if self._coalesced is None:
+            self._coalesced = self._refs_rdd.coalesce(tasks)
+        return self._coalesced
+
     def _tree_sum(self, task, combine):
         """``task`` over every block reference, its outputs merged by ``treeAggregate``."""
-        depth = self.aggregation_depth or auto_aggregation_depth(self.num_partitions, self.n_features)
-        return self._refs_rdd.mapPartitions(task).treeAggregate(None, combine, combine, depth=depth)
+        refs = self._pass_refs()
+        depth = self.aggregation_depth or auto_aggregation_depth(refs.getNumPartitions(), self.n_features)
+        return refs.mapPartitions(task).treeAggregate(None, combine, combine, depth=depth)
 
     def _gather_scores(self, bw) -> np.ndarray:
         """Driver placement: ``X·w`` of all rows in block order (``bw``: the broadcast ``w``)."""
-        parts = sorted(self._refs_rdd.mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
+        parts = sorted(self._pass_refs().mapPartitions(blocks.scores_task(bw)).collect(), key=lambda t: t[0])
         return np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
 
     def _run_executor(self, vector, kernel, state, keep_state, replay: bool):
@@ -502,11 +522,27 @@ class SparkEngine(Engine):
             index.setdefault(id(c), (len(index), c))
         wanted = tuple((index[id(c)][0], p) for c, p in products)
         with self._broadcast(*[np.ascontiguousarray(c, dtype=np.float64) for _, c in index.values()]) as bcs:
-            task = blocks.driver_products_task(bcs, wanted, self.row_start, self.n_features)
-            total = self._tree_sum(task, blocks.add_dd_lists)
+            task = blocks.driver_products_task(bcs, wanted, self.row_start, self.n_features, self._step_plans())
+            total = self._tree_sum(task, blocks.add_split_products)
         if total is None:
             return [np.zeros(self.n_features) for _ in products]
-        return [dd_round(t) for t in total]
+        sums, rows, terms = total
+        # the steps of Xᵀc that the partitions cut, summed here as one partition would have
+        return [dd_round(t) for t in add_split_steps(sums, self.groups.offsets, rows, terms)]
+
+    def _step_plans(self):
+        """Driver placement: a broadcast, kept until the blocks change, of each partition's
+        :func:`~sparkrank.numerics.exact_sum.split_steps` ``(head, tail)`` and the step origins
+        of its rows ``head:tail`` (relative to the block), for :meth:`_driver_products`."""
+        if self._plans_bc is None:
+            offsets = self.groups.offsets
+            plans = {}
+            for r in self.refs:
+                a = self.row_start[r.partition]
+                head, tail = split_steps(offsets, a, a + r.n_rows)
+                plans[r.partition] = (head - a, tail - a, step_starts(offsets, head, tail))
+            self._plans_bc = self.sc.broadcast(plans)
+        return self._plans_bc
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);

@@ -115,7 +115,9 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
         results.append(replace(r, coef=None, moment_coef=None))
         products = pass_products(r, powers) if powers else []
         if products:  # one sweep over the tile's rows, still in cache, for every product
-            coef_parts, moment_parts = split_products(r, powers, rmatvec_dd_products(X, products, (a, b)))
+            # in steps from each of the tile's query starts (exact_sum's convention)
+            sums = rmatvec_dd_products(X, products, (a, b), tile.groups.offsets)
+            coef_parts, moment_parts = split_products(r, powers, sums)
             for j, part in enumerate(coef_parts or ()):
                 partials[j] = part if partials[j] is None else dd_add(partials[j], part)
             if moment_parts is not None:

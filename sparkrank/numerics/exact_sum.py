@@ -11,6 +11,19 @@ rounded) terms — up to an error ``≈ ε²·Σ|terms|`` that only matters when
 within that distance of a rounding midpoint.  Ogita, Rump & Oishi (2005), "Accurate sum
 and dot product", Algorithm 4.4 (Sum2).
 
+**``Xᵀc`` is summed in steps of four rows** (the one place of this convention): a query's rows
+are cut into steps of :data:`~sparkrank.numerics.simd.DD_ROWS` rows from its first row (the
+last step of a query may be shorter; a step never holds rows of two queries); a step's terms
+``x_rj·c_r`` (``(x_rj·x_rj)·c_r`` for ``(X∘X)ᵀc``; a zero entry or coefficient is no term) are
+summed per column in float64 from ``+0.0`` in row order, and each step sum is one term of the
+column's double-double.  Every engine and partitioning cuts the same steps, because they
+follow the queries (``starts``: the step origins, one per query), so the sums keep the
+property above for the steps' sums; a step sum adds at most three roundings of ``ε·|term|``.
+Why steps: one TwoSum per entry is ten vector operations, and it was the largest part of a
+TRON pass (1M x 136 float32 rows in cache: 0.034 s of 0.076 s); one per four entries costs
+0.019 s.  Rows of one ranking stay in the order they were read, so a step sum needs the
+same order of a query's rows on every engine (the readers and block builders keep it).
+
 A double-double value is a tuple ``(hi, lo)`` of equal-shape float64 arrays.
 """
 
@@ -39,27 +52,48 @@ def _two_sum_into(hi, lo, j, p):
 
 
 @njit(cache=True, nogil=True)
-def _csr_tdot_dd(indptr, indices, data, coefs, powers, n):
-    # Xᵀc (power 1) or (X∘X)ᵀc (power 2) for each row q of coefs with powers[q], in one sweep over
-    # the rows; each product's terms are added in row order, as in a sweep of its own
+def _csr_tdot_dd(indptr, indices, data, coefs, powers, n, starts):
+    # Xᵀc (power 1) or (X∘X)ᵀc (power 2) for each row q of coefs with powers[q], in the steps of
+    # the module docstring from each of starts: a step's terms go to partial[q, j] in row order
+    # (a missing entry is no term; the dense rows' +0.0 changes no bit of a sum started from
+    # +0.0, which never holds -0.0), then each touched column's step sum goes to (hi, lo)
     k = powers.shape[0]
     hi = np.zeros((k, n), dtype=np.float64)
     lo = np.zeros((k, n), dtype=np.float64)
-    for i in range(indptr.shape[0] - 1):
-        for q in range(k):
-            ci = coefs[q, i]
-            if ci != 0.0:
-                h, l_ = hi[q], lo[q]
-                for e in range(indptr[i], indptr[i + 1]):
-                    x = np.float64(data[e])
-                    _two_sum_into(h, l_, indices[e], x * ci if powers[q] == 1 else (x * x) * ci)
+    partial = np.zeros((k, n), dtype=np.float64)
+    touched = np.zeros((k, n), dtype=np.bool_)
+    columns = np.empty((k, n), dtype=np.int64)
+    for s in range(starts.shape[0] - 1):
+        end = starts[s + 1]
+        for i in range(starts[s], end, DD_ROWS):
+            for q in range(k):
+                used = 0
+                for r in range(i, min(i + DD_ROWS, end)):
+                    ci = coefs[q, r]
+                    if ci == 0.0:
+                        continue
+                    for e in range(indptr[r], indptr[r + 1]):
+                        x = np.float64(data[e])
+                        if x == 0.0:
+                            continue
+                        j = indices[e]
+                        partial[q, j] += x * ci if powers[q] == 1 else (x * x) * ci
+                        if not touched[q, j]:
+                            touched[q, j] = True
+                            columns[q, used] = j
+                            used += 1
+                for t in range(used):
+                    j = columns[q, t]
+                    _two_sum_into(hi[q], lo[q], j, partial[q, j])
+                    partial[q, j] = 0.0
+                    touched[q, j] = False
     return hi, lo
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _dense_term(x, ci, power):
-    # a zero entry or a zero coefficient adds an exact +0.0, which changes no bit of a finite
-    # (hi, lo): TwoSum started from +0.0 never holds -0.0, and a + 0.0 = a, error +0.0
+    # a zero entry or a zero coefficient adds an exact +0.0, which changes no bit of a step sum
+    # started from +0.0 (it never holds -0.0: a + 0.0 = a)
     if x == 0.0 or ci == 0.0:
         return 0.0
     return x * ci if power == 1 else (x * x) * ci
@@ -67,8 +101,9 @@ def _dense_term(x, ci, power):
 
 @njit(cache=True, nogil=True)
 def add_dense_step_dd(values, rows, step, hi, lo, power):
-    """``(hi, lo) += Σ_r term(values[rows[r]], step[r])`` for the :data:`~sparkrank.numerics.simd.DD_ROWS`
-    rows of one step, each term's TwoSum in row order, every column (``simd.add_rows_dd`` for
+    """One step of ``Xᵀc`` (the module docstring's convention): for every column ``j``, the step
+    sum ``Σ_r term(values[rows[r], j], step[r])`` over the :data:`~sparkrank.numerics.simd.DD_ROWS`
+    rows in row order from ``+0.0``, added to ``(hi[j], lo[j])`` by TwoSum (``simd.add_rows_dd`` for
     the columns in whole vectors, the rest one at a time; :func:`_dense_term`'s terms)."""
     n = values.shape[1]
     if power == 1:
@@ -76,36 +111,122 @@ def add_dense_step_dd(values, rows, step, hi, lo, power):
     else:
         add_rows_dd(values, rows, step, hi, lo, 2)
     for j in range(n - n % SCORE_LANES, n):
+        p = 0.0
         for r in range(DD_ROWS):
-            hi[j], lo[j] = two_sum(hi[j], lo[j], _dense_term(np.float64(values[rows[r], j]), step[r], power))
+            p += _dense_term(np.float64(values[rows[r], j]), step[r], power)
+        hi[j], lo[j] = two_sum(hi[j], lo[j], p)
 
 
 @njit(cache=True, nogil=True)
-def _dense_tdot_dd(values, coefs, powers):
-    # The same terms in the same order as _csr_tdot_dd, whose rows leave the zeros out (and
-    # skip rows with c = 0): here those add an exact +0.0 instead (see _dense_term), so the
-    # bits are the same.  (Once a column's sum overflowed, both give a non-finite value: inf
-    # there, nan here.)  Four rows per step (add_dense_step_dd: vector code, the columns' sums
-    # in registers for the four rows, each row's TwoSum in row order), every product on the
-    # step's rows while they are in the first-level cache; a last partial step repeats the
-    # last row with c = 0.
+def _dense_tdot_dd(values, coefs, powers, starts):
+    # The same steps and terms as _csr_tdot_dd, whose rows leave the zeros out: here those add
+    # an exact +0.0 (see _dense_term), so the bits are the same.  (Once a column's sum
+    # overflowed, both give a non-finite value: inf there, nan here.)  Every product on a step's
+    # rows while they are in the first-level cache; a query's last, shorter step repeats its
+    # last row with c = 0; a step of four zero coefficients is skipped (+0.0 changes no bit).
     m, n = values.shape
     k = powers.shape[0]
     hi = np.zeros((k, n), dtype=np.float64)
     lo = np.zeros((k, n), dtype=np.float64)
     rows = np.zeros(DD_ROWS, dtype=np.int64)
     step = np.zeros((k, DD_ROWS))
-    for i in range(0, m, DD_ROWS):
-        for r in range(DD_ROWS):
-            rows[r] = min(i + r, m - 1)
-        for q in range(k):
-            nonzero = False
+    for s in range(starts.shape[0] - 1):
+        end = starts[s + 1]
+        for i in range(starts[s], end, DD_ROWS):
             for r in range(DD_ROWS):
-                step[q, r] = coefs[q, i + r] if i + r < m else 0.0
-                nonzero = nonzero or step[q, r] != 0.0
-            if nonzero:  # else four +0.0 terms: no bit would change
-                add_dense_step_dd(values, rows, step[q], hi[q], lo[q], powers[q])
+                rows[r] = min(i + r, end - 1)
+            for q in range(k):
+                nonzero = False
+                for r in range(DD_ROWS):
+                    step[q, r] = coefs[q, i + r] if i + r < end else 0.0
+                    nonzero = nonzero or step[q, r] != 0.0
+                if nonzero:
+                    add_dense_step_dd(values, rows, step[q], hi[q], lo[q], powers[q])
     return hi, lo
+
+
+def step_starts(offsets: np.ndarray | None, a: int, b: int) -> np.ndarray:
+    """The step origins of rows ``a:b`` as :func:`rmatvec_dd_products` takes them (relative to
+    ``a``, from 0 to ``b - a``): ``a`` itself and every query start inside, for query
+    ``offsets`` over all rows (``None``: one ranking from row 0).  ``a`` and ``b`` must be step
+    boundaries (:func:`step_boundary`) or query ends."""
+    if offsets is None:
+        inner = np.zeros(0, dtype=np.int64)
+    else:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        inner = offsets[(offsets > a) & (offsets < b)] - a
+    return np.concatenate(([0], inner, [b - a])).astype(np.int64)
+
+
+def step_boundary(offsets: np.ndarray | None, row: int, up: bool = False) -> int:
+    """The step boundary at or before ``row`` (``up``: at or after it, not past its query's
+    end) for query ``offsets`` (``None``: one ranking from row 0)."""
+    if offsets is None:
+        start, stop = 0, None
+    else:
+        g = max(int(np.searchsorted(offsets, row, side="right")) - 1, 0)
+        start = int(offsets[g])
+        stop = int(offsets[g + 1]) if g + 1 < len(offsets) else None
+    k = (row - start + (DD_ROWS - 1 if up else 0)) // DD_ROWS
+    boundary = start + k * DD_ROWS
+    return boundary if stop is None else min(boundary, stop)
+
+
+def split_steps(offsets: np.ndarray | None, a: int, b: int) -> tuple[int, int]:
+    """``(head, tail)`` for rows ``a:b`` of a partition that may cut steps (Spark's driver
+    placement): rows ``a:head`` finish a step begun before ``a``, rows ``tail:b`` begin one that
+    goes on after ``b``, and rows ``head:tail`` hold whole steps only.  A range inside one step
+    gives ``head = tail = b``."""
+    head = min(step_boundary(offsets, a, up=True), b)
+    tail = step_boundary(offsets, b)
+    if tail < head:  # inside one step
+        return b, b
+    return head, tail
+
+
+def step_terms(X, rows: range, products: list[tuple[np.ndarray, int]], first: int = 0) -> np.ndarray:
+    """The terms of ``rows`` of ``X`` for each ``(c, power)`` of ``products``, as a step adds them
+    (``_dense_term``: ``+0.0`` for a zero entry or coefficient): an array ``[product, row, column]``.
+    ``c`` is indexed from row ``first`` of ``X``."""
+    rows = list(rows)
+    dense = X[rows] if isinstance(X, np.ndarray) else \
+        np.asarray([_csr_row(X, r) for r in rows]).reshape(len(rows), X.shape[1])
+    x = np.asarray(dense, dtype=np.float64)
+    out = np.zeros((len(products), len(rows), x.shape[1]))
+    for q, (c, power) in enumerate(products):
+        ci = np.asarray(c, dtype=np.float64)[[r - first for r in rows]][:, None]
+        term = x * ci if power == 1 else (x * x) * ci
+        out[q] = np.where((x != 0.0) & (ci != 0.0), term, 0.0)
+    return out
+
+
+def _csr_row(X, r: int) -> np.ndarray:
+    row = np.zeros(X.shape[1])
+    lo_, hi_ = X.indptr[r], X.indptr[r + 1]
+    row[X.indices[lo_:hi_]] = X.data[lo_:hi_]
+    return row
+
+
+def add_split_steps(totals: list[DoubleDouble], offsets: np.ndarray | None, rows: np.ndarray,
+                    terms: np.ndarray) -> list[DoubleDouble]:
+    """``totals`` (one double-double per product) plus the steps that partitions cut: the terms
+    ``terms[product, i]`` of global rows ``rows[i]`` (:func:`step_terms`, from every partition)
+    summed step by step in row order from ``+0.0``, as one partition would have, each step sum
+    added by TwoSum."""
+    if len(rows) == 0:
+        return totals
+    order = np.argsort(rows, kind="stable")
+    rows, terms = np.asarray(rows)[order], terms[:, order]
+    keys = np.array([step_boundary(offsets, int(r)) for r in rows])
+    totals = list(totals)
+    for key in np.unique(keys):
+        at = np.flatnonzero(keys == key)
+        for q in range(terms.shape[0]):
+            partial = np.zeros(terms.shape[2])
+            for i in at:
+                partial = partial + terms[q, i]
+            totals[q] = dd_add(totals[q], (partial, np.zeros_like(partial)))
+    return totals
 
 
 @njit(cache=True, nogil=True)
@@ -117,32 +238,39 @@ def _sum_dd(x):
     return hi, lo
 
 
-def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
+def csr_tdot_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None,
+                starts: np.ndarray | None = None) -> DoubleDouble:
     """``Xᵀ c`` (``power=1``) or ``(X∘X)ᵀ c`` (``power=2``, entries squared) as a double-double ``(hi, lo)``.
 
     ``X`` is CSR: scipy, or any object with its ``indptr`` / ``indices`` / ``data``.  With
     ``rows = (a, b)`` only rows ``a:b`` of ``X`` and ``c`` count: ``c`` holds either every row
-    of ``X`` or just those ``b - a``.
+    of ``X`` or just those ``b - a``.  ``starts``: the step origins (:func:`rmatvec_dd_products`).
     """
-    return rmatvec_dd_powers(X, c, (power,), rows)[0]
+    return rmatvec_dd_powers(X, c, (power,), rows, starts)[0]
 
 
-def rmatvec_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None) -> DoubleDouble:
+def rmatvec_dd(X, c: np.ndarray, power: int = 1, rows: tuple[int, int] | None = None,
+               starts: np.ndarray | None = None) -> DoubleDouble:
     """:func:`csr_tdot_dd` for CSR or dense (2-D ndarray) ``X``; both give the same sums."""
-    return rmatvec_dd_powers(X, c, (power,), rows)[0]
+    return rmatvec_dd_powers(X, c, (power,), rows, starts)[0]
 
 
 def rmatvec_dd_powers(X, c: np.ndarray, powers: tuple[int, ...],
-                      rows: tuple[int, int] | None = None) -> list[DoubleDouble]:
+                      rows: tuple[int, int] | None = None, starts: np.ndarray | None = None) -> list[DoubleDouble]:
     """:func:`rmatvec_dd` of each of ``powers`` (1 and/or 2), in that order, from one sweep over ``X``."""
-    return rmatvec_dd_products(X, [(c, p) for p in powers], rows)
+    return rmatvec_dd_products(X, [(c, p) for p in powers], rows, starts)
 
 
-def rmatvec_dd_products(X, products: list[tuple[np.ndarray, int]],
-                        rows: tuple[int, int] | None = None) -> list[DoubleDouble]:
+def rmatvec_dd_products(X, products: list[tuple[np.ndarray, int]], rows: tuple[int, int] | None = None,
+                        starts: np.ndarray | None = None) -> list[DoubleDouble]:
     """``Xᵀc`` (power 1) or ``(X∘X)ᵀc`` (power 2) of each ``(c, power)`` of ``products``, in that
     order, from one sweep over rows ``a:b`` of ``X`` (each ``c`` of every row or of just those):
-    the same bits as one :func:`rmatvec_dd` per product, while each row is read once."""
+    the same bits as one :func:`rmatvec_dd` per product, while each row is read once.
+
+    ``starts``: the step origins in rows ``a:b`` (the module docstring), relative to ``a``: 0,
+    each query's first row inside, and ``b - a`` (:func:`step_starts`); ``None``: one ranking,
+    steps from row ``a``.
+    """
     powers = tuple(p for _, p in products)
     if not products or any(p not in (1, 2) for p in powers):
         raise ValueError(f"powers must be 1 and/or 2, got {powers!r}")
@@ -151,11 +279,14 @@ def rmatvec_dd_products(X, products: list[tuple[np.ndarray, int]],
     for q, (c, _) in enumerate(products):
         coefs[q] = c[a:b] if c.shape[0] != b - a else c  # c of every row, or of rows a:b
     power_array = np.array(powers, dtype=np.int64)
+    starts = step_starts(None, 0, b - a) if starts is None else np.ascontiguousarray(starts, dtype=np.int64)
+    if starts[0] != 0 or starts[-1] != b - a:
+        raise ValueError(f"step origins must run from 0 to {b - a}")
     if isinstance(X, np.ndarray):
-        hi, lo = _dense_tdot_dd(np.ascontiguousarray(X[a:b]), coefs, power_array)
+        hi, lo = _dense_tdot_dd(np.ascontiguousarray(X[a:b]), coefs, power_array, starts)
     else:
         # indptr holds absolute offsets into indices/data, so a slice of it is a valid row range
-        hi, lo = _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, coefs, power_array, X.shape[1])
+        hi, lo = _csr_tdot_dd(X.indptr[a: b + 1], X.indices, X.data, coefs, power_array, X.shape[1], starts)
     return [(hi[q], lo[q]) for q in range(len(products))]
 
 

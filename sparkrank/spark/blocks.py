@@ -44,7 +44,7 @@ import numpy as np
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
-from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
+from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
 from ..numerics.linalg import matvec
 from .worker import worker_task
 
@@ -508,22 +508,44 @@ def scores_task(w_bc):
 
 
 def driver_products_task(coef_bcs, products: tuple[tuple[int, int], ...], row_start: dict[int, int],
-                         n_features: int):
+                         n_features: int, plans_bc):
     """Driver mode, second half: for each ``(k, power)`` of ``products``, with this partition's
     slice of the broadcast coefficient vector ``c = coef_bcs[k]``, ``Xᵀc`` (power 1) or
-    ``(X∘X)ᵀc`` (power 2), as one flat list of double-doubles from one sweep over the block
-    (one job for every product of a pass)."""
+    ``(X∘X)ᵀc`` (power 2) from one sweep over the block (one job for every product of a pass).
+
+    Range partitioning may cut a query anywhere, so a block's first and last rows may belong to
+    steps of ``Xᵀc`` (``exact_sum``'s convention) that other blocks share: ``plans_bc`` holds,
+    per partition, ``(head, tail, starts)`` (:func:`~sparkrank.numerics.exact_sum.split_steps`,
+    relative to the block).  The block sums its whole steps and yields ``(sums, rows, terms)``:
+    the double-doubles, and the global rows and terms of its cut steps for the driver
+    (:func:`~sparkrank.numerics.exact_sum.add_split_steps`)."""
 
     def task(refs):
         coefs = [bc.value for bc in coef_bcs]
+        plans = plans_bc.value
         for ref in refs:
             if ref.n_rows:
                 X = open_block(ref.path, ref.width).X
                 start = row_start[ref.partition]
+                head, tail, starts = plans[ref.partition]
                 wanted = [(coefs[k][start: start + ref.n_rows], p) for k, p in products]
-                yield [_padded(dd, n_features) for dd in rmatvec_dd_products(X, wanted)]
+                sums = rmatvec_dd_products(X, wanted, (head, tail), starts)
+                cut = [*range(head), *range(tail, ref.n_rows)]
+                terms = step_terms(X, cut, wanted)
+                yield ([_padded(dd, n_features) for dd in sums], np.asarray(cut, dtype=np.int64) + start,
+                       np.pad(terms, ((0, 0), (0, 0), (0, n_features - terms.shape[2]))))
 
     return worker_task(task)
+
+
+def add_split_products(a: Any, b: Any):
+    """``treeAggregate`` combiner for :func:`driver_products_task`'s ``(sums, rows, terms)``:
+    sums added entry by entry, the cut steps' rows and terms gathered (``None`` = nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return (add_dd_lists(a[0], b[0]), np.concatenate([a[1], b[1]]), np.concatenate([a[2], b[2]], axis=1))
 
 
 def column_moments_task(w_bc, kernel, n_features: int, tile_bytes: int | None = None):
