@@ -99,7 +99,7 @@ def _dense_term(x, ci, power):
     return x * ci if power == 1 else (x * x) * ci
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def add_dense_step_dd(values, rows, step, hi, lo, power):
     """One step of ``Xᵀc`` (the module docstring's convention): for every column ``j``, the step
     sum ``Σ_r term(values[rows[r], j], step[r])`` over the :data:`~sparkrank.numerics.simd.DD_ROWS`
