@@ -5,7 +5,7 @@ tile and then sums its ``Xᵀc``.  For a kernel that offers a compiled form per 
 (:mod:`sparkrank.kernels.group_forms`; it names it in :attr:`ScoreKernel.group_form`: TRON's
 value pass and its Hessian product) the loops here do all three group after group instead: the
 group's scores (``simd.row_dot_lanes``), its coefficients (the group form), then its rows' terms
-of ``Xᵀc`` (``exact_sum.add_dense_step_dd``) while those ~65 KB of rows are still in the first-
+of ``Xᵀc`` (``exact_sum.add_dense_steps_dd``) while those ~65 KB of rows are still in the first-
 or second-level cache; meanwhile they prefetch the next group's rows, so its memory traffic
 overlaps this group's arithmetic.  ``X`` is then read from memory once per pass instead of twice
 (on the development host the last-level cache is no faster than memory for the second read).
@@ -23,7 +23,7 @@ the tile path adds them.  Dense rows only: CSR tiles take the tile path (the sam
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 from ..conventions import MARGIN
 from ..kernels import trees
@@ -31,7 +31,7 @@ from ..kernels.trees import prefetch_l2
 from ..kernels.base import KernelResult
 from ..kernels.counting import NUMPY_SORT_MIN_ROWS
 from ..kernels.group_forms import hessian_work, squared_hinge_group, squared_hinge_hessian_group, value_work
-from ..numerics.exact_sum import DoubleDouble, add_dense_step_dd, dd_add
+from ..numerics.exact_sum import DoubleDouble, add_dense_steps_dd, dd_add
 from ..numerics.simd import DD_ROWS, row_dot_lanes
 
 #: Group forms the loop below can run, by the name a kernel gives in ``group_form``.
@@ -84,38 +84,40 @@ def _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, p
 
 
 @njit(cache=True, nogil=True)
-def _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line):
+def _group_products(values, start, end, coefs, powers, code, hi, lo, rows, steps, flat, q, stop, per_line):
     """``(hi[k], lo[k]) += Σ_r term(values[r], coefs[k, r - start])`` (power ``powers[k]``) over
-    rows ``start:end`` for each product ``k``, in the steps of ``exact_sum._dense_tdot_dd``: four
-    rows each, every product on a step's rows while they are in the first-level cache, a partial
-    last step repeating the last row with ``c = 0``, a step of four zero coefficients skipped
-    (+0.0 terms change no bit); prefetching the rest of the lines up to ``stop`` on the way."""
+    rows ``start:end`` for each product ``k``, in ``exact_sum``'s steps from the group's first
+    row (``exact_sum.add_dense_steps_dd``: every product from one load of a step's rows; a
+    shorter last step repeats the last row with ``c = 0``, a step of zero coefficients is
+    skipped: +0.0 terms change no bit), prefetching the rest of the lines up to ``stop`` on the way.
+    ``code``: the powers as decimal digits, a compile-time constant (``add_dense_steps_dd``)."""
+    literally(code)
     size = end - start
-    steps = (size + DD_ROWS - 1) // DD_ROWS
-    per_step = ((stop - q + per_line - 1) // per_line + steps - 1) // max(steps, 1)
+    n_steps = (size + DD_ROWS - 1) // DD_ROWS
+    per_step = ((stop - q + per_line - 1) // per_line + n_steps - 1) // max(n_steps, 1)
     for i in range(start, end, DD_ROWS):
         q = _prefetch_lines(flat, q, stop, per_step, per_line)
         for r in range(DD_ROWS):
             rows[r] = min(i + r, end - 1)
+        nonzero = False
         for k in range(powers.shape[0]):
-            nonzero = False
             for r in range(DD_ROWS):
-                step[r] = coefs[k, i + r - start] if i + r < end else 0.0
-                nonzero = nonzero or step[r] != 0.0
-            if nonzero:
-                add_dense_step_dd(values, rows, step, hi[k], lo[k], powers[k])
+                steps[k, r] = coefs[k, i + r - start] if i + r < end else 0.0
+                nonzero = nonzero or steps[k, r] != 0.0
+        if nonzero:
+            add_dense_steps_dd(values, rows, steps, hi, lo, powers, code)
     while q < stop:  # what the steps did not cover (a group without rows)
         q = _prefetch_lines(flat, q, stop, 1, per_line)
 
 
 @njit(cache=True, nogil=True)
-def _tile_scratch(values, v):
+def _tile_scratch(values, v, products):
     """For a tile's loop: ``values`` flat (for the prefetches), its elements per cache line, and
-    the row indices and coefficients of one step; checks that ``v`` covers a row."""
+    the row indices and the ``products``' coefficients of one step; checks that ``v`` covers a row."""
     if v.shape[0] < values.shape[1]:
         raise ValueError("the vector is shorter than a row")
     return values.reshape(-1), max(CACHE_LINE // values.itemsize, 1), np.zeros(DD_ROWS, dtype=np.int64), \
-        np.zeros(DD_ROWS)
+        np.zeros((products, DD_ROWS))
 
 
 @njit(cache=True, nogil=True)
@@ -125,7 +127,7 @@ def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, ord
     # Meanwhile the next group's rows are prefetched, spread over this group's score and Xᵀc
     # loops, so its X·v finds them in cache: the memory traffic overlaps this group's arithmetic.
     n = values.shape[1]
-    flat, per_line, rows, step = _tile_scratch(values, v)
+    flat, per_line, rows, steps = _tile_scratch(values, v, 1)
     coefs = np.zeros((1, work[0].shape[0]))
     powers = np.ones(1, dtype=np.int64)
     for g in range(offsets.shape[0] - 1):
@@ -134,7 +136,7 @@ def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, ord
         q = _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line)
         squared_hinge_hessian_group(p, order, label_rank, scores, start, end, n_levels[g], margin, tree, work,
                                     coefs[0])
-        _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line)
+        _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
 
 
 @njit(cache=True, nogil=True)
@@ -142,9 +144,9 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
                               scores, order, hi, lo, sums):
     # The value pass of the squared hinge per group: scores (X·w, unless given), the sort, the
     # counts and the group form's coefficients and sums, then the products named by powers
-    # (0: none; 1: Xᵀc; 3: Xᵀc and the diagonal's moments Xᵀa, (X∘X)ᵀa), prefetching as above.
+    # (none; 1: Xᵀc; 1, 1, 2: Xᵀc and the diagonal's moments Xᵀa, (X∘X)ᵀa), prefetching as above.
     n = values.shape[1]
-    flat, per_line, rows, step = _tile_scratch(values, v)
+    flat, per_line, rows, steps = _tile_scratch(values, v, powers.shape[0])
     coefs = np.zeros((3, work[0].shape[0]))
     for g in range(offsets.shape[0] - 1):
         start, end = offsets[g], offsets[g + 1]
@@ -154,7 +156,10 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
         squared_hinge_group(scores, order, label_rank, start, end, n_levels[g], margin, tree, work, coefs[0],
                             coefs[1], sums)
         coefs[2, : end - start] = coefs[1, : end - start]
-        _group_products(values, start, end, coefs, powers, hi, lo, rows, step, flat, q, stop, per_line)
+        if powers.shape[0] == 3:  # each set of products its own compiled loop (add_dense_steps_dd)
+            _group_products(values, start, end, coefs, powers, 112, hi, lo, rows, steps, flat, q, stop, per_line)
+        else:
+            _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
 
 
 def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool, tiles=()) -> bool:

@@ -149,23 +149,36 @@ def row_dot_lanes(typingctx, values, row, v):
     return types.float64(values, row, v), codegen
 
 
-@intrinsic(prefer_literal=True)
-def add_rows_dd(typingctx, values, rows, coefs, hi, lo, power):
-    """One step of ``Xᵀc`` (``exact_sum``'s convention) on the columns ``j < n - n mod 8`` (the
-    caller adds the rest): the step's terms ``term(values[rows[k], j], coefs[k])``, ``k = 0..3``,
-    summed in float64 in that order from ``+0.0``, and that step sum added to ``(hi, lo)[j]`` by
-    TwoSum (its error into ``lo``): the operations of ``exact_sum._step_sum`` and ``two_sum``,
-    so the same bits.
-
-    ``term(x, c)`` is ``+0.0`` when ``x == 0`` or ``c == 0``, else ``x·c`` (``power`` 1) or
-    ``(x·x)·c`` (``power`` 2) (``exact_sum._dense_term``).  ``rows``: int64 array of 4 row
-    indices, ``coefs``: float64 array of 4; ``power`` must be a compile-time constant.
-    """
-    if not (_dense_rows(values) and _float64_vector(coefs) and _float64_vector(hi) and _float64_vector(lo)
-            and isinstance(rows, types.Array) and rows.ndim == 1 and rows.dtype == types.int64
-            and isinstance(power, types.IntegerLiteral) and power.literal_value in (1, 2)):
+def _power_digits(code) -> tuple[int, ...] | None:
+    """The powers of :func:`add_rows_dd`'s literal ``powers`` code (decimal digits, each 1 or 2)."""
+    if not isinstance(code, types.IntegerLiteral) or code.literal_value <= 0:
         return None
-    squared = power.literal_value == 2
+    digits = tuple(int(d) for d in str(code.literal_value))
+    return digits if all(d in (1, 2) for d in digits) else None
+
+
+def _matrix(array) -> bool:
+    return isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C" and array.dtype == types.float64
+
+
+@intrinsic(prefer_literal=True)
+def add_rows_dd(typingctx, values, rows, coefs, hi, lo, powers):
+    """One step of ``Xᵀc`` (``exact_sum``'s convention) for each product ``q`` on the columns
+    ``j < n - n mod 8`` (the caller adds the rest): the step's terms
+    ``term(values[rows[k], j], coefs[q, k])``, ``k = 0..3``, summed in float64 in that order from
+    ``+0.0``, and that step sum added to ``(hi, lo)[q, j]`` by TwoSum (its error into ``lo``):
+    the operations of ``exact_sum.add_dense_steps_dd``'s other columns and ``two_sum``, so the
+    same bits.  The products share each load of a row's columns (the value pass's three).
+
+    ``term(x, c)`` is ``+0.0`` when ``x == 0`` or ``c == 0``, else ``x·c`` (power 1) or
+    ``(x·x)·c`` (power 2) (``exact_sum._dense_term``).  ``rows``: int64 array of 4 row indices;
+    ``coefs``: float64 ``(products, 4)``; ``hi``, ``lo``: float64 ``(products, n)``; ``powers``:
+    a compile-time constant whose decimal digits are the products' powers (``112``: 1, 1, 2).
+    """
+    digits = _power_digits(powers)
+    if not (_dense_rows(values) and _matrix(coefs) and _matrix(hi) and _matrix(lo) and digits is not None
+            and isinstance(rows, types.Array) and rows.ndim == 1 and rows.dtype == types.int64):
+        return None
 
     def codegen(context, builder, sig, args):
         matrix = _Rows(context, builder, sig.args[0], args[0])
@@ -175,25 +188,29 @@ def add_rows_dd(typingctx, values, rows, coefs, hi, lo, power):
         hi_data = context.make_array(sig.args[3])(context, builder, args[3]).data
         lo_data = context.make_array(sig.args[4])(context, builder, args[4]).data
         zero = ir.Constant(_VEC, [0.0] * SCORE_LANES)
-        steps = []
-        for k in range(DD_ROWS):
-            i = builder.load(builder.gep(row_index, [ir.Constant(intp, k)]))
-            c = _splat(builder, builder.load(builder.gep(coef_data, [ir.Constant(intp, k)])))
-            steps.append((matrix.row(i), c, builder.fcmp_unordered("!=", c, zero)))
+        row_ptrs = [matrix.row(builder.load(builder.gep(row_index, [ir.Constant(intp, k)]))) for k in range(DD_ROWS)]
+        products = []  # per product: its four splatted coefficients, whether each is non-zero, its row of hi/lo
+        for q, power in enumerate(digits):
+            cs = [_splat(builder, builder.load(builder.gep(coef_data, [ir.Constant(intp, q * DD_ROWS + k)])))
+                  for k in range(DD_ROWS)]
+            offset = builder.mul(ir.Constant(intp, q), matrix.n)
+            products.append((power == 2, [(c, builder.fcmp_unordered("!=", c, zero)) for c in cs],
+                             builder.gep(hi_data, [offset]), builder.gep(lo_data, [offset])))
         with cgutils.for_range_slice(builder, ir.Constant(intp, 0), matrix.full_columns(),
                                      ir.Constant(intp, SCORE_LANES)) as (j, _):
-            hi_ptr, lo_ptr = _vector_at(builder, hi_data, j), _vector_at(builder, lo_data, j)
-            p = zero  # the step sum, from +0.0 in row order (exact_sum._step_sum)
-            for row_ptr, c, c_present in steps:
-                x, present = matrix.load(row_ptr, j)
-                product = builder.fmul(builder.fmul(x, x) if squared else x, c)
-                p = builder.fadd(p, builder.select(builder.and_(present, c_present), product, zero))
-            h, lo = builder.load(hi_ptr, align=8), builder.load(lo_ptr, align=8)
-            s = builder.fadd(h, p)  # TwoSum, then its error into lo (exact_sum.two_sum)
-            bb = builder.fsub(s, h)
-            error = builder.fadd(builder.fsub(h, builder.fsub(s, bb)), builder.fsub(p, bb))
-            builder.store(s, hi_ptr, align=8)
-            builder.store(builder.fadd(lo, error), lo_ptr, align=8)
+            xs = [matrix.load(row_ptr, j) for row_ptr in row_ptrs]
+            for squared, cs, hi_row, lo_row in products:
+                p = zero  # the step sum, from +0.0 in row order
+                for (x, present), (c, c_present) in zip(xs, cs):
+                    product = builder.fmul(builder.fmul(x, x) if squared else x, c)
+                    p = builder.fadd(p, builder.select(builder.and_(present, c_present), product, zero))
+                hi_ptr, lo_ptr = _vector_at(builder, hi_row, j), _vector_at(builder, lo_row, j)
+                h, lo = builder.load(hi_ptr, align=8), builder.load(lo_ptr, align=8)
+                s = builder.fadd(h, p)  # TwoSum, then its error into lo (exact_sum.two_sum)
+                bb = builder.fsub(s, h)
+                error = builder.fadd(builder.fsub(h, builder.fsub(s, bb)), builder.fsub(p, bb))
+                builder.store(s, hi_ptr, align=8)
+                builder.store(builder.fadd(lo, error), lo_ptr, align=8)
         return context.get_dummy_value()
 
-    return types.void(values, rows, coefs, hi, lo, power), codegen
+    return types.void(values, rows, coefs, hi, lo, powers), codegen
