@@ -195,3 +195,23 @@ def test_fewer_row_groups_than_partitions_are_shuffled(spark, tmp_path, caplog):
     local, on_spark, engine, text = _local_and_spark(spark, tmp_path, caplog, 2)
     assert "1 Parquet row groups for 2 partitions" in text and "shuffling rows by qid" in text
     assert len(engine.refs) == 2 and np.array_equal(on_spark, local)
+
+
+def test_a_query_across_files_keeps_the_local_row_order_in_the_shuffle(spark, tmp_path):
+    """Spark reads the larger file first, but the shuffled build orders a query's rows by file and
+    row as the local reader does, so ``Xᵀc``'s steps (which follow that order) and the model are
+    the same bit for bit."""
+    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.io.sources import open_source
+    from sparkrank.training import train
+
+    # qid 1 starts in the small file a and continues in the large file b
+    _write(str(tmp_path / "a.parquet"), [0] * 9 + [1] * 7, 50, width=5, seed=1)
+    _write(str(tmp_path / "b.parquet"), [1] * 11 + list(np.repeat(np.arange(2, 30), 9)), 50, width=5, seed=2)
+    source = open_source(str(tmp_path))
+    local, _ = _fit(source, "local", spark)
+    df, cols = source.dataframe(spark)
+    with SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                     num_partitions=2) as engine:
+        shuffled = train(engine, solver="tron", C=0.5).weights
+    assert np.array_equal(shuffled, local)

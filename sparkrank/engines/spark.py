@@ -65,6 +65,34 @@ _ROW_ID = "__sparkrank_row_id"
 MAX_RECOVERIES = 3
 
 
+_FILE, _FILE_ROW = "__sparkrank_file", "__sparkrank_file_row"
+
+
+def _has_file_rows(df) -> bool:
+    """Whether ``df`` reads Parquet files whose rows Spark can number (``_metadata.row_index``)."""
+    from pyspark.sql import functions as F
+
+    try:
+        df.select(F.col("_metadata.file_path"), F.col("_metadata.row_index"))
+    except Exception:  # not a Parquet scan (an SVMlight or user DataFrame, CSV): no row numbers
+        return False
+    return True
+
+
+def _with_read_order(df, cols: list[str]):
+    """``df``'s ``cols`` and the columns that order its rows as they were read, with their names:
+    for Parquet files the file and the row in it (the local reader's order: files by path, as
+    pyarrow lists them, then their rows), else Spark's partition order
+    (``monotonically_increasing_id``).  The order of a query's rows decides the steps of
+    ``Xᵀc`` (``exact_sum``), and Spark reads the larger files first."""
+    from pyspark.sql import functions as F
+
+    if _has_file_rows(df):
+        return df.select(*cols, F.col("_metadata.file_path").alias(_FILE),
+                         F.col("_metadata.row_index").alias(_FILE_ROW)), [_FILE, _FILE_ROW]
+    return df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id()), [_ROW_ID]
+
+
 class ExecutorLossError(ClusterError):
     """Blocks or kernel states kept being lost: the pass failed :data:`MAX_RECOVERIES` times."""
 
@@ -236,17 +264,17 @@ class SparkEngine(Engine):
 
         cols = [self.label_col] + ([self.qid_col] if self.qid_col else [])
         cols += self.spec.columns
-        df = df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id())
+        df, order = _with_read_order(df, cols)
         P = self.num_partitions
         if self.placement == "executor":
             # hash partitioning by query id: a group is never split across partitions
-            df = df.repartition(P, self.qid_col).sortWithinPartitions(self.qid_col, _ROW_ID)
+            df = df.repartition(P, self.qid_col).sortWithinPartitions(self.qid_col, *order)
         elif self.qid_col:
             # range partitioning keeps groups contiguous in the global (partition-major) order
-            df = df.repartitionByRange(P, self.qid_col, _ROW_ID).sortWithinPartitions(self.qid_col, _ROW_ID)
+            df = df.repartitionByRange(P, self.qid_col, *order).sortWithinPartitions(self.qid_col, *order)
         else:
-            df = df.repartitionByRange(P, _ROW_ID).sortWithinPartitions(_ROW_ID)
-        return df.drop(_ROW_ID)
+            df = df.repartitionByRange(P, *order).sortWithinPartitions(*order)
+        return df.drop(*order)
 
     def _new_store(self) -> str:
         self.store_id = uuid.uuid4().hex[:12]
