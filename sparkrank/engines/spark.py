@@ -365,8 +365,9 @@ class SparkEngine(Engine):
                 cached.unpersist()
         self._refs_rdd = self._refs_df = self._coalesced = None
         if self._plans_bc is not None:  # the next blocks may cut the rows elsewhere
-            self._plans_bc.destroy()
-            self._plans_bc = None
+            plans, self._plans_bc = self._plans_bc, None
+            with contextlib.suppress(Exception):  # a context already stopped holds no broadcast
+                plans.destroy()
 
     def _check_built(self, refs, t0: float) -> None:
         self.refs = refs
