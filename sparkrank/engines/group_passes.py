@@ -18,7 +18,8 @@ kernel's arithmetic (the same sort, sweeps and expressions, its sums in row orde
 terms are added to the tile's double-double column sums in ``exact_sum``'s steps of four rows from
 each group's first row, as :func:`sparkrank.numerics.exact_sum.rmatvec_dd_products` adds them (a
 partial last step of a group repeats its last row with ``c = 0``, an exact ``+0.0``); the tiles'
-sums are then added as the tile path adds them.  Dense rows only: CSR tiles take the tile path (the same bits, more time).
+sums are then added as the tile path adds them.  Dense rows only: CSR tiles take the tile path
+(the same bits, more time).
 """
 
 from __future__ import annotations
@@ -157,7 +158,9 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
         squared_hinge_group(scores, order, label_rank, start, end, n_levels[g], margin, tree, work, coefs[0],
                             coefs[1], sums)
         coefs[2, : end - start] = coefs[1, : end - start]
-        if powers.shape[0] == 3:  # each set of products its own compiled loop (add_dense_steps_dd)
+        # each set of products its own compiled loop (add_dense_steps_dd); with no products the
+        # loop only prefetches
+        if powers.shape[0] == 3:
             _group_products(values, start, end, coefs, powers, 112, hi, lo, rows, steps, flat, q, stop, per_line)
         else:
             _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
