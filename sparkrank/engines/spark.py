@@ -10,9 +10,10 @@ Two placements of the score-space kernel (DESIGN §2):
   driver gathers the scores, runs the kernel over the global groups, broadcasts ``c``;
   executors compute ``Xᵀc`` from their slice; ``treeAggregate`` sums.
 
-Every pass broadcasts the vector and destroys the broadcast afterwards (Spark ML's
-``RDDLossFunction``).  Blocks live as memory-mapped files on the executors
-(``blocks.py``).
+Every pass sends the vector inside its tasks (up to :data:`INLINE_ARRAY_BYTES`) or as a
+broadcast destroyed afterwards (Spark ML's ``RDDLossFunction``), and runs one task per block, or
+on a local master a few tasks per core over several blocks each (:meth:`SparkEngine._pass_refs`).
+Blocks live as memory-mapped files on the executors (``blocks.py``).
 
 Failures: a lost executor's blocks come back through the cached references' lineage and
 its kept states through their recipes; a task that finds no block file makes the engine
@@ -611,7 +612,8 @@ class SparkEngine(Engine):
             self._driver_states.pop(state.payload, None)
 
     def feature_statistics(self):
-        """Per-feature statistics: one task per block, merged by ``treeAggregate`` (Chan's update)."""
+        """Per-feature statistics of each block (the tasks of :meth:`_pass_refs`), merged by
+        ``treeAggregate`` (Chan's update)."""
         from .base import FeatureStatistics
 
         total = self._tree_sum(blocks.feature_stats_task(self.n_features), blocks.merge_stats)
