@@ -77,10 +77,9 @@ class LocalEngine(Engine):
         X = data.X
         # rows cut into chunks of about equal non-zeros (dense rows: equal rows)
         row_cuts = balanced_cuts(np.arange(X.shape[0] + 1) if isinstance(X, np.ndarray) else X.indptr, self.threads)
-        self._row_chunks = list(zip(row_cuts[:-1].tolist(), row_cuts[1:].tolist()))
-        # the same chunks with each cut moved back to a step boundary of Xᵀc (exact_sum's steps)
-        step_cuts = [step_boundary(g.offsets, int(c)) for c in row_cuts.tolist()]
-        self._step_chunks = [(a, b) for a, b in zip(step_cuts[:-1], step_cuts[1:]) if b > a] or [(0, 0)]
+        # each cut moved back to a step boundary of Xᵀc (exact_sum's steps), so a chunk holds whole steps
+        row_cuts = [step_boundary(g.offsets, int(c)) for c in row_cuts.tolist()]
+        self._row_chunks = [(a, b) for a, b in zip(row_cuts[:-1], row_cuts[1:]) if b > a] or [(0, 0)]
         # groups cut into tiles (engines/tiles.py), the tiles into one run per thread of about
         # equal bytes
         self._tiles, bytes_at_tiles = make_tiles(X, g)
@@ -167,7 +166,7 @@ class LocalEngine(Engine):
             return [result], None, None
         offsets = self.data.groups.offsets
         chunks = self._runner.map(lambda rows: rmatvec_dd_products(X, products, rows, step_starts(offsets, *rows)),
-                                  self._step_chunks)
+                                  self._row_chunks)
         sums = [_round_sum([chunk[k] for chunk in chunks]) for k in range(len(products))]
         gradient_sums, moments = split_products(result, powers, sums)
         return [result], gradient_sums, moments

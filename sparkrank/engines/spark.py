@@ -47,7 +47,7 @@ from ..kernels.base import ScoreKernel
 from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
 from ..spark import blocks
 from ..spark.errors import ClusterError
-from ..spark.locate import locate_row_error
+from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, file_row_columns, locate_row_error
 from ..spark.progress import job_progress
 from . import tiles
 from .base import (
@@ -66,32 +66,18 @@ _ROW_ID = "__sparkrank_row_id"
 MAX_RECOVERIES = 3
 
 
-_FILE, _FILE_ROW = "__sparkrank_file", "__sparkrank_file_row"
-
-
-def _has_file_rows(df) -> bool:
-    """Whether ``df`` reads Parquet files whose rows Spark can number (``_metadata.row_index``)."""
+def _with_read_order(df, cols: list[str]):
+    """``df``'s ``cols`` and the columns that order its rows as they were read, with their names:
+    for Parquet files the file and the row in it (:func:`~sparkrank.spark.locate.file_row_columns`:
+    the local reader's order), else Spark's partition order (``monotonically_increasing_id``).
+    The order of a query's rows decides the steps of ``Xᵀc`` (``exact_sum``), and Spark reads
+    the larger files first."""
     from pyspark.sql import functions as F
 
     try:
-        df.select(F.col("_metadata.file_path"), F.col("_metadata.row_index"))
+        return df.select(*cols, *file_row_columns()), [FILE_COLUMN, FILE_ROW_COLUMN]
     except Exception:  # not a Parquet scan (an SVMlight or user DataFrame, CSV): no row numbers
-        return False
-    return True
-
-
-def _with_read_order(df, cols: list[str]):
-    """``df``'s ``cols`` and the columns that order its rows as they were read, with their names:
-    for Parquet files the file and the row in it (the local reader's order: files by path, as
-    pyarrow lists them, then their rows), else Spark's partition order
-    (``monotonically_increasing_id``).  The order of a query's rows decides the steps of
-    ``Xᵀc`` (``exact_sum``), and Spark reads the larger files first."""
-    from pyspark.sql import functions as F
-
-    if _has_file_rows(df):
-        return df.select(*cols, F.col("_metadata.file_path").alias(_FILE),
-                         F.col("_metadata.row_index").alias(_FILE_ROW)), [_FILE, _FILE_ROW]
-    return df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id()), [_ROW_ID]
+        return df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id()), [_ROW_ID]
 
 
 class ExecutorLossError(ClusterError):

@@ -29,6 +29,8 @@ A double-double value is a tuple ``(hi, lo)`` of equal-shape float64 arrays.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import literally, njit
 
@@ -209,17 +211,17 @@ def split_steps(offsets: np.ndarray | None, a: int, b: int) -> tuple[int, int]:
     return head, tail
 
 
-def step_terms(X, rows: range, products: list[tuple[np.ndarray, int]], first: int = 0) -> np.ndarray:
-    """The terms of ``rows`` of ``X`` for each ``(c, power)`` of ``products``, as a step adds them
-    (``_dense_term``: ``+0.0`` for a zero entry or coefficient): an array ``[product, row, column]``.
-    ``c`` is indexed from row ``first`` of ``X``."""
+def step_terms(X, rows: Sequence[int], products: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """The terms of ``rows`` of ``X`` for each ``(c, power)`` of ``products`` (``c`` of every row
+    of ``X``), as a step adds them (``_dense_term``: ``+0.0`` for a zero entry or coefficient):
+    an array ``[product, row, column]``."""
     rows = list(rows)
     dense = X[rows] if isinstance(X, np.ndarray) else \
         np.asarray([_csr_row(X, r) for r in rows]).reshape(len(rows), X.shape[1])
     x = np.asarray(dense, dtype=np.float64)
     out = np.zeros((len(products), len(rows), x.shape[1]))
     for q, (c, power) in enumerate(products):
-        ci = np.asarray(c, dtype=np.float64)[[r - first for r in rows]][:, None]
+        ci = np.asarray(c, dtype=np.float64)[rows][:, None]
         term = x * ci if power == 1 else (x * x) * ci
         out[q] = np.where((x != 0.0) & (ci != 0.0), term, 0.0)
     return out

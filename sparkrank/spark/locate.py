@@ -20,6 +20,20 @@ from ..data.block import DataError, max_features_limit
 from . import blocks
 
 
+#: Names of :func:`file_row_columns` in a selection.
+FILE_COLUMN, FILE_ROW_COLUMN = "__sparkrank_file", "__sparkrank_file_row"
+
+
+def file_row_columns() -> list:
+    """A Parquet scan's file and row in that file (Spark's ``_metadata.file_path`` and
+    ``_metadata.row_index``) as columns :data:`FILE_COLUMN` and :data:`FILE_ROW_COLUMN`: sorted
+    by them, rows come in the local reader's order (files by path, then their rows).  Selecting
+    them raises for a source without that metadata (not Parquet, or an older Spark)."""
+    from pyspark.sql import functions as F
+
+    return [F.col("_metadata.file_path").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(FILE_ROW_COLUMN)]
+
+
 def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str) -> str:
     """``message`` (a block's error) with the qid replaced by the file and row, when found."""
     if not qid_col or not message.startswith(blocks.QID_ROW):
@@ -33,14 +47,12 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
 
     cols = [label_col, qid_col, *spec.columns]
     try:
-        rows = (df.where(F.col(qid_col) == F.lit(qid))
-                .select(*cols, F.col("_metadata.file_path").alias("__file"), F.col("_metadata.row_index").alias("__row"))
-                .toArrow())
+        rows = df.where(F.col(qid_col) == F.lit(qid)).select(*cols, *file_row_columns()).toArrow()
     except Exception:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
         return message
     if rows.num_rows == 0:
         return message
-    files, numbers = rows.column("__file").to_pylist(), rows.column("__row").to_pylist()
+    files, numbers = rows.column(FILE_COLUMN).to_pylist(), rows.column(FILE_ROW_COLUMN).to_pylist()
     rows = rows.take(sorted(range(rows.num_rows), key=lambda i: (files[i], numbers[i])))
     try:
         blocks.decode_rows(rows.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type,
@@ -48,7 +60,8 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
     except RowError as exc:
         from .svmlight import display_name
 
-        return f"{display_name(rows.column('__file')[exc.row].as_py())}: row {rows.column('__row')[exc.row].as_py()}: " \
+        return f"{display_name(rows.column(FILE_COLUMN)[exc.row].as_py())}: " \
+               f"row {rows.column(FILE_ROW_COLUMN)[exc.row].as_py()}: " \
                f"{exc.detail}"
     except DataError:
         return message
