@@ -117,15 +117,33 @@ def test_many_tiny_groups():
         np.testing.assert_array_equal(got.n_below, ref.n_below)
 
 
-def test_sort_within_groups_keeps_groups_and_orders_scores():
-    rng = np.random.default_rng(0)
-    offsets = np.array([0, 3, 3, 8000, 8005])  # an empty group and one above the numpy threshold
-    scores = rng.normal(size=8005)
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 300), min_size=1, max_size=8), seed=st.integers(0, 2**31 - 1),
+       ties=st.booleans(), nan=st.booleans())
+def test_sort_within_groups_is_the_stable_sort(sizes, seed, ties, nan):
+    """Each group's rows by ascending score, tied rows in row order: numpy's stable argsort of
+    the group, whatever the group's size (runs ranked directly, then merged), with NaN as +inf."""
+    rng = np.random.default_rng(seed)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    scores = rng.integers(-3, 3, size=offsets[-1]).astype(np.float64) if ties else rng.normal(size=offsets[-1])
+    scores[rng.random(offsets[-1]) < 0.1] = -0.0  # equal to +0.0
+    if nan:
+        scores[rng.random(offsets[-1]) < 0.1] = np.nan
+        scores[rng.random(offsets[-1]) < 0.05] = np.inf
     order = sort_within_groups(scores, offsets)
-    for g in range(len(offsets) - 1):
-        seg = order[offsets[g]:offsets[g + 1]]
-        assert sorted(seg) == list(range(offsets[g], offsets[g + 1]))
-        assert np.all(np.diff(scores[seg]) >= 0)
+    keys = np.where(np.isnan(scores), np.inf, scores)
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        np.testing.assert_array_equal(order[a:b], np.argsort(keys[a:b], kind="stable") + a)
+
+
+def test_sort_within_groups_on_a_long_group():
+    rng = np.random.default_rng(0)
+    offsets = np.array([0, 3, 3, 8000, 8005])  # an empty group and one of many runs
+    scores = np.round(rng.normal(size=8005), 2)
+    order = sort_within_groups(scores, offsets)
+    assert order.dtype == np.int32
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        np.testing.assert_array_equal(order[a:b], np.argsort(scores[a:b], kind="stable") + a)
 
 
 def test_query_groups_pairs_and_ranks():

@@ -3,7 +3,7 @@ tile path's results bit for bit: the Hessian product's scores and ``Xᵀc`` (whi
 an all-pairs oracle) and every output of the squared hinge's value pass.
 
 Random dense rows in float32 and float64, widths that are and are not a multiple of the eight
-score lanes, groups of one row to a few dozen, one-level groups, real-valued labels with ties,
+score lanes, groups of one row to 80, one-level groups, real-valued labels with ties,
 scores with ties (entries from a few values), and tiles of one group, a few, or all.
 """
 
@@ -22,7 +22,6 @@ from sparkrank.engines import tiles as tiling
 from sparkrank.engines.group_passes import runs_group_form
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.tiles import fused_pass, make_tiles
-from sparkrank.kernels.counting import NUMPY_SORT_MIN_ROWS
 from sparkrank.kernels.losses import (HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel,
                                      SquaredHingeKernel)
 from sparkrank.numerics.exact_sum import dd_round
@@ -31,7 +30,8 @@ from sparkrank.training import train
 
 @st.composite
 def problems(draw):
-    sizes = draw(st.lists(st.integers(1, 30), min_size=1, max_size=12))
+    # groups of a few rows, and some longer than the sort's directly ranked runs (32 rows)
+    sizes = draw(st.lists(st.integers(1, 30) | st.integers(33, 80), min_size=1, max_size=12))
     width = draw(st.sampled_from([1, 3, 8, 13, 17]))
     dtype = draw(st.sampled_from([np.float32, np.float64]))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -110,9 +110,6 @@ def test_the_group_pass_runs_only_where_its_bits_are_the_tile_paths():
     assert not runs_group_form(HingeKernel(), X, None, (1,), True)  # no group form
     assert runs_group_form(SquaredHingeDiagonalKernel(), X, None, (1,), False)
     assert runs_group_form(SquaredHingeKernel(), X, None, (), True)
-    long_group = QueryGroups.from_offsets(np.zeros(NUMPY_SORT_MIN_ROWS + 1), np.array([0, NUMPY_SORT_MIN_ROWS + 1]))
-    tiles, _ = make_tiles(np.ones((NUMPY_SORT_MIN_ROWS + 1, 2)), long_group)
-    assert not runs_group_form(SquaredHingeKernel(), X, None, (1,), True, tiles)  # numpy's sort: the tile path
 
 
 def _value_pass(X, groups, w, tile_bytes, kernel, powers, fresh, monkeypatch, group_form: bool):
@@ -124,7 +121,7 @@ def _value_pass(X, groups, w, tile_bytes, kernel, powers, fresh, monkeypatch, gr
         if not group_form:
             m.setattr(tiling, "runs_group_form", lambda *a: False)
         else:
-            assert runs_group_form(kernel, X, None, powers, fresh, tiles)
+            assert runs_group_form(kernel, X, None, powers, fresh)
         results, partials, moments = fused_pass(X, tiles, w, kernel, None, powers, scores, fresh)
     return scores, results, partials, moments
 

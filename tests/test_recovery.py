@@ -43,7 +43,7 @@ def _drop_states_after(engine: SparkEngine, iteration: int, dropped: list):
 
     def callback(record):
         if record.accepted and record.iteration == iteration:
-            files = glob.glob(os.path.join(_store_dir(engine), "part-*", "state-*.pkl"))
+            files = glob.glob(os.path.join(_store_dir(engine), "part-*", "state-*.bin"))
             for f in files:
                 os.remove(f)
             dropped.append(len(files))
@@ -159,3 +159,21 @@ def test_column_moments_rebuild_missing_blocks(spark, synthetic, monkeypatch, ca
     assert "rebuilding the block store" in caplog.text
     for part in ("stats", "first", "second"):
         np.testing.assert_array_equal(getattr(disturbed, part), getattr(undisturbed, part))
+
+
+def test_kept_states_read_back_as_mapped_arrays(tmp_path):
+    """A state file gives back what was kept, arrays included (any dtype, empty, non-contiguous),
+    as aligned views of the file that a task may still write to without touching the file."""
+    p = np.random.default_rng(0).normal(size=1001)
+    state = [(p, np.arange(1001, dtype=np.int32)), None, (np.zeros(0), p[::3], 7, "x")]
+    blocks._write_state(str(tmp_path), 5, state)
+    back = blocks._read_state(str(tmp_path), 5)
+    assert back[1] is None and back[2][2:] == (7, "x")
+    for a, b in [(back[0][0], p), (back[0][1], state[0][1]), (back[2][0], state[2][0]), (back[2][1], p[::3])]:
+        assert a.dtype == b.dtype and a.flags.aligned
+        np.testing.assert_array_equal(a, b)
+    back[0][0][:] = 0.0  # private to this process
+    np.testing.assert_array_equal(blocks._read_state(str(tmp_path), 5)[0][0], p)
+    assert blocks._read_state(str(tmp_path), 6) is None
+    blocks._drop_states(str(tmp_path), (5,))
+    assert blocks._read_state(str(tmp_path), 5) is None

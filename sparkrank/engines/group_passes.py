@@ -31,7 +31,6 @@ from ..conventions import MARGIN
 from ..kernels import trees
 from ..kernels.trees import prefetch_l2
 from ..kernels.base import KernelResult
-from ..kernels.counting import NUMPY_SORT_MIN_ROWS
 from ..kernels.group_forms import hessian_work, squared_hinge_group, squared_hinge_hessian_group, value_work
 from ..numerics.exact_sum import DoubleDouble, add_dense_steps_dd, dd_add
 from ..numerics.simd import DD_ROWS, row_dot_lanes
@@ -166,20 +165,19 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
             _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
 
 
-def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool, tiles=()) -> bool:
-    """Whether :func:`group_pass` can run ``kernel``'s pass over ``tiles`` of ``X``: dense rows
+def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool) -> bool:
+    """Whether :func:`group_pass` can run ``kernel``'s pass over ``X``: dense rows
     and a group form this module knows, with what it needs: for the Hessian product
     (:data:`SQUARED_HINGE_HESSIAN`) the scores computed in the pass, a kept state and ``Xᵀc``
     alone; for the squared hinge's value pass (:data:`SQUARED_HINGE`) no input state, ``Xᵀc``
-    or no product, and groups short enough for numba's sort (longer ones are sorted by numpy's,
-    which the group form cannot repeat)."""
+    or no product."""
     form = getattr(kernel, "group_form", None)
     if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64)):
         return False
     if form == SQUARED_HINGE_HESSIAN:
         return not kernel.statistics and fresh and states is not None and powers == (1,)
     if form == SQUARED_HINGE:
-        return states is None and powers in ((1,), ()) and _largest_group(tiles)[0] <= NUMPY_SORT_MIN_ROWS
+        return states is None and powers in ((1,), ())
     return False
 
 

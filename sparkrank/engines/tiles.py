@@ -104,7 +104,7 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
-    if runs_group_form(kernel, X, states, powers, fresh, tiles):
+    if runs_group_form(kernel, X, states, powers, fresh):
         # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
         return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
     for k, tile in enumerate(tiles):

@@ -49,51 +49,99 @@ def _precedes(a, b, inclusive):
     return a < b or (inclusive and a == b)
 
 
-#: Groups longer than this are sorted by numpy's argsort (several times faster than numba's there).
-NUMPY_SORT_MIN_ROWS = 4096
-_INSERTION_SORT_MAX_ROWS = 16
+#: Rows of a run that :func:`sort_group` ranks directly before merging runs: ranking is
+#: ``O(run²)`` compares, but branch-free and in vector registers, so for short runs it beats every
+#: comparison sort (1M scores in groups of 120 in one thread: 0.017 s against 0.035 s for
+#: numba's quicksort and 0.031 s for runs of 8 by insertion).
+_RANK_RUN_ROWS = 32
+
+
+def sort_scratch(max_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch arrays for :func:`sort_group` on groups of up to ``max_rows`` rows."""
+    return np.empty(2 * max(max_rows, 1)), np.empty(2 * max(max_rows, 1), dtype=np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rank_run(keys, index, src, dst, lo, hi, first_row):
+    """Stable ranks of ``keys[src + lo:src + hi]``: each key and its row (``first_row + lo + i``)
+    go to position ``dst + lo + rank``, rank = the keys below it plus the equal ones before it."""
+    n = hi - lo
+    run = keys[src + lo:src + hi]
+    for i in range(n):
+        k = run[i]
+        rank = np.int64(0)
+        for j in range(n):  # no branch: the compiler keeps this loop in vector registers
+            rank += np.int64(run[j] < k) + np.int64((run[j] == k) & (j < i))
+        keys[dst + lo + rank] = k
+        index[dst + lo + rank] = first_row + lo + i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _merge_runs(keys, index, src, dst, lo, mid, hi):
+    """Merge the sorted runs ``lo:mid`` and ``mid:hi`` of the half at ``src`` into the half at
+    ``dst``, a left key first on ties (stable)."""
+    i, j, o = lo, mid, lo
+    while i < mid and j < hi:
+        left, right = keys[src + i], keys[src + j]
+        take_right = right < left
+        keys[dst + o] = right if take_right else left
+        index[dst + o] = index[src + j] if take_right else index[src + i]
+        j += np.int64(take_right)
+        i += np.int64(not take_right)
+        o += 1
+    for t in range(i, mid):
+        keys[dst + o] = keys[src + t]
+        index[dst + o] = index[src + t]
+        o += 1
+    for t in range(j, hi):
+        keys[dst + o] = keys[src + t]
+        index[dst + o] = index[src + t]
+        o += 1
 
 
 @njit(cache=True, nogil=True)
-def sort_group(scores, start, end, order):
-    """``order[start:end]`` = rows ``start:end`` by ascending score: an insertion sort in place
-    up to :data:`_INSERTION_SORT_MAX_ROWS` rows (no allocation, a handful of compares per row),
-    numba's ``argsort`` above.  (:func:`sort_within_groups` and the group forms of
-    :mod:`sparkrank.kernels.group_forms` both sort here, so their orders, ties included, agree.)"""
+def sort_group(scores, start, end, order, keys, index):
+    """``order[start:end]`` = rows ``start:end`` by ascending score, **ties in row order** (a
+    stable sort; NaN sorts as ``+inf``): the one order of every sort in sparkrank
+    (:func:`sort_within_groups` and the group forms of :mod:`sparkrank.kernels.group_forms` sort
+    here).  The sweeps' sums depend on the order of tied rows (they are added to the tree in that
+    order), so it is defined by the rows, not by an algorithm.
+
+    Runs of :data:`_RANK_RUN_ROWS` rows are ranked directly, then merged pairwise (a bottom-up
+    merge sort).  ``keys``, ``index``: :func:`sort_scratch` of at least ``end - start`` rows."""
     n = end - start
-    if n <= _INSERTION_SORT_MAX_ROWS:
-        for t in range(start, end):
-            order[t] = t
-            key = scores[t]
-            u = t
-            while u > start and scores[order[u - 1]] > key:
-                order[u] = order[u - 1]
-                u -= 1
-            order[u] = t
-    else:
-        local = np.argsort(scores[start:end])
-        for t in range(n):
-            order[start + t] = start + local[t]
+    if n <= 0:
+        return
+    for t in range(n):  # the keys into the upper half; NaN as +inf, so every key has one rank
+        k = scores[start + t]
+        keys[n + t] = k if k == k else np.inf
+    for lo in range(0, n, _RANK_RUN_ROWS):
+        _rank_run(keys, index, n, 0, lo, min(lo + _RANK_RUN_ROWS, n), start)
+    src, dst, width = 0, n, _RANK_RUN_ROWS
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            _merge_runs(keys, index, src, dst, lo, mid, hi)
+        src, dst = dst, src
+        width *= 2
+    for t in range(n):
+        order[start + t] = index[src + t]
 
 
-@njit(cache=True)
-def _sort_small_groups(scores, offsets, order, max_rows):
+@njit(cache=True, nogil=True)
+def _sort_groups(scores, offsets, order, keys, index):
     for g in range(offsets.shape[0] - 1):
-        if offsets[g + 1] - offsets[g] <= max_rows:
-            sort_group(scores, offsets[g], offsets[g + 1], order)
+        sort_group(scores, offsets[g], offsets[g + 1], order, keys, index)
 
 
 def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Row indices ordered by ascending score inside each group (groups stay in place).
+    """Row indices ordered by ascending score inside each group (groups stay in place), ties in
+    row order (:func:`sort_group`).
 
-    The order of tied scores is unspecified (the sweeps do not depend on it).  int32 (half the
-    memory of a state TRON keeps per point) unless the rows could overflow it."""
+    int32 (half the memory of a state TRON keeps per point) unless the rows could overflow it."""
     order = np.empty(scores.shape[0], dtype=np.int32 if scores.shape[0] < 2**31 else np.int64)
-    _sort_small_groups(scores, offsets, order, NUMPY_SORT_MIN_ROWS)
-    # numpy's vectorised sort is several times faster than numba's on large groups
-    for g in np.flatnonzero(np.diff(offsets) > NUMPY_SORT_MIN_ROWS):
-        start, end = offsets[g], offsets[g + 1]
-        order[start:end] = np.argsort(scores[start:end]) + start
+    largest = int(np.diff(offsets).max()) if offsets.shape[0] > 1 else 0
+    _sort_groups(np.ascontiguousarray(scores, dtype=np.float64), offsets, order, *sort_scratch(largest))
     return order
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..numerics.exact_sum import two_sum
-from .counting import sort_group, sweep_group
+from .counting import sort_group, sort_scratch, sweep_group
 
 
 def hessian_work(max_rows: int, rank_dtype) -> tuple:
@@ -76,10 +76,10 @@ def squared_hinge_hessian_group(p, order, label_rank, u, start, end, n_levels, m
 
 
 def value_work(max_rows: int, rank_dtype) -> tuple:
-    """Scratch arrays for :func:`squared_hinge_group`: :func:`hessian_work`'s, and the counts and
-    sums again in row order."""
+    """Scratch arrays for :func:`squared_hinge_group`: :func:`hessian_work`'s, the counts and
+    sums again in row order, and the sort's scratch (:func:`~sparkrank.kernels.counting.sort_scratch`)."""
     return hessian_work(max_rows, rank_dtype) + (np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
-                                                 np.zeros(max_rows), np.zeros(max_rows))
+                                                 np.zeros(max_rows), np.zeros(max_rows)) + sort_scratch(max_rows)
 
 
 @njit(cache=True, nogil=True)
@@ -92,7 +92,7 @@ def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin,
     double-double sums ``sums[0:2]`` / ``sums[2:4]`` and ``l⁺`` / ``l⁻`` to ``sums[4]`` / ``sums[5]``
     (exact integers): the kernel's ``sum_dd`` over the tile's rows in row order, operation for
     operation."""
-    sort_group(scores, start, end, order)
+    sort_group(scores, start, end, order, work[11], work[12])
     _count_group(scores, order, label_rank, scores, start, end, n_levels, margin, tree, work)
     n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted = work[3:7]
     n_above, n_below, s_above, s_below = work[7:11]

@@ -30,10 +30,12 @@ arithmetic on the same bytes, so the fit continues bit for bit.
 from __future__ import annotations
 
 import getpass
+import mmap
 import os
 import pickle
 import shutil
 import socket
+import struct
 import tempfile
 import time
 from dataclasses import dataclass
@@ -412,7 +414,12 @@ class MissingStates:
 
 
 def _state_file(path: str, state_id: int) -> str:
-    return os.path.join(path, f"state-{state_id}.pkl")
+    return os.path.join(path, f"state-{state_id}.bin")
+
+
+#: A state file's arrays start on multiples of this many bytes (a cache line), so the arrays
+#: read back from it are aligned like freshly allocated ones.
+_STATE_ALIGN = 64
 
 
 def _drop_states(path: str, released: tuple[int, ...]) -> None:
@@ -424,18 +431,44 @@ def _drop_states(path: str, released: tuple[int, ...]) -> None:
 
 
 def _read_state(path: str, state_id: int):
-    """The kept state, or ``None`` when its file is not on this host."""
+    """The kept state, or ``None`` when its file is not on this host.
+
+    Its arrays are views of the file's pages in the page cache (a private mapping: a write to
+    them stays in this process), not copies: a Hessian pass of TRON reads 12 bytes per row of
+    state, which unpickling copied into fresh memory on every pass (10M rows on local[2]: ~0.04 s
+    of a 0.6 s pass)."""
     try:
-        with open(_state_file(path, state_id), "rb") as f:
-            return pickle.load(f)
+        f = open(_state_file(path, state_id), "rb")
     except FileNotFoundError:
         return None
+    with f:
+        mapped = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
+    header_size, n_buffers = struct.unpack_from("<QQ", mapped, 0)
+    sizes = struct.unpack_from(f"<{n_buffers}Q", mapped, 16)
+    position = 16 + 8 * n_buffers
+    header = mapped[position:position + header_size]
+    position += header_size
+    buffers = []
+    for size in sizes:
+        position = -(-position // _STATE_ALIGN) * _STATE_ALIGN
+        buffers.append(mapped[position:position + size])
+        position += size
+    return pickle.loads(header, buffers=buffers)
 
 
 def _write_state(path: str, state_id: int, state) -> None:
+    """``state`` as pickle protocol 5 with its arrays out of band: sizes, the pickle, then each
+    array's bytes at a multiple of :data:`_STATE_ALIGN` (:func:`_read_state` maps them)."""
+    buffers: list[pickle.PickleBuffer] = []
+    header = pickle.dumps(state, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
     tmp = _state_file(path, state_id) + f".{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+        f.write(struct.pack(f"<QQ{len(raws)}Q", len(header), len(raws), *(r.nbytes for r in raws)))
+        f.write(header)
+        for raw in raws:
+            f.write(bytes(-f.tell() % _STATE_ALIGN))
+            f.write(raw)
     os.replace(tmp, _state_file(path, state_id))  # a killed task never leaves half a state
 
 
