@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from sparkrank.data.groups import QueryGroups
 from sparkrank.choices import COUNTING_METHODS
-from sparkrank.kernels.counting import count_support_pairs, sort_within_groups
+from sparkrank.kernels import trees
+from sparkrank.kernels.counting import (count_support_pairs, partner_sum_scratch, partner_sums_from_bounds,
+                                        sort_within_groups, sweep_group)
 
 FAST_METHODS = [m for m in COUNTING_METHODS if m != "pairs"]
 
@@ -159,3 +161,26 @@ def test_unknown_method_is_a_clear_error():
     groups = QueryGroups.single(np.array([0.0, 1.0]))
     with pytest.raises(ValueError, match="unknown counting method 'avl'"):
         count_support_pairs(groups, np.zeros(2), method="avl")
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 70), n_levels=st.integers(2, 16), seed=st.integers(0, 2**31 - 1), spread=st.sampled_from([0.0, 0.3, 3.0]))
+def test_partner_sums_from_bounds_are_the_sweeps_bits(n, n_levels, seed, spread):
+    """From the bounds both sweeps record, the running node gives each position the sums the
+    selection tree gives it, bit for bit: tied scores, repeated values, signed zeros, one to 16
+    levels (8 and 16 lanes)."""
+    rng = np.random.default_rng(seed)
+    scores = np.sort(np.round(rng.normal(size=n) * spread, 1))
+    rank = rng.integers(0, n_levels, size=n).astype(np.int64)
+    values = rng.choice([0.0, -0.0, 1e-300, 1.0, -2.5, 1e16, 3.3], size=n) * rng.choice([1.0, 0.1], size=n)
+    tree = trees.selection_new(n_levels, n, True)
+    sums, counts, bounds = {}, np.zeros(n, dtype=np.int64), {}
+    for descending in (False, True):
+        sums[descending], bounds[descending] = np.zeros(n), np.zeros(n, dtype=np.int64)
+        sweep_group(scores, rank, values, 0, n, n_levels, 1.0, False, descending, True, tree, counts,
+                    sums[descending], bounds[descending])
+    above, below = np.full(n, np.nan), np.full(n, np.nan)
+    partner_sums_from_bounds(rank, values, 0, n, n_levels, bounds[False], bounds[True], partner_sum_scratch(n),
+                             above, below)
+    np.testing.assert_array_equal(above.view(np.int64), sums[False].view(np.int64))
+    np.testing.assert_array_equal(below.view(np.int64), sums[True].view(np.int64))

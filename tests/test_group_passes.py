@@ -41,7 +41,9 @@ def problems(draw):
     X = rng.choice([0.0, 0.0, 0.5, -1.0, 2.0, 0.25], size=(m, width)).astype(dtype)
     if draw(st.booleans()):
         X += rng.normal(size=X.shape).astype(dtype)
-    levels = draw(st.sampled_from([[0.0], [0.0, 1.0], [0.0, 1.0, 2.0, 3.0, 4.0], [-0.5, 0.3, 2.7]]))
+    # up to 8 levels, 9-16 (the sweep plan's wider lanes) and more than 16 (a taller tree: no plan)
+    levels = draw(st.sampled_from([[0.0], [0.0, 1.0], [0.0, 1.0, 2.0, 3.0, 4.0], [-0.5, 0.3, 2.7],
+                                   list(np.linspace(-1.0, 2.0, 12)), list(np.arange(20.0))]))
     labels = rng.choice(levels, size=m)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     w = rng.normal(size=width) * draw(st.sampled_from([0.0, 0.3, 3.0]))
@@ -50,11 +52,11 @@ def problems(draw):
     return X, QueryGroups.from_offsets(labels, offsets), w, v, tile_bytes
 
 
-def _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form: bool):
+def _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form: bool, plan: bool = True):
     tiles, _ = make_tiles(X, groups, tile_bytes)
     scores = np.empty(X.shape[0])
     results, _, _ = fused_pass(X, tiles, w, SquaredHingeKernel(), None, (1,), scores)
-    states = [r.state for r in results]
+    states = [r.state if plan else r.state[:2] for r in results]  # the group form keeps a sweep plan
     with monkeypatch.context() as m:
         if not group_form:
             m.setattr(tiling, "runs_group_form", lambda *a: False)
@@ -87,9 +89,11 @@ def test_group_pass_equals_the_tile_path_bitwise_and_the_oracle(problem, monkeyp
     assert runs_group_form(SquaredHingeHessianKernel(), X, [None], (1,), True)
     u, xtc, results = _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form=True)
     u_ref, xtc_ref, results_ref = _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form=False)
+    _, xtc_swept, _ = _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form=True, plan=False)
     np.testing.assert_array_equal(u, u_ref)
-    np.testing.assert_array_equal(xtc[0], xtc_ref[0])
-    np.testing.assert_array_equal(xtc[1], xtc_ref[1])
+    for sums in (xtc, xtc_swept):  # the partner sums from the value pass's plan, and swept again
+        np.testing.assert_array_equal(sums[0], xtc_ref[0])
+        np.testing.assert_array_equal(sums[1], xtc_ref[1])
     assert [r.stats.tolist() for r in results] == [r.stats.tolist() for r in results_ref] == [[]] * len(results)
     oracle = _oracle(X, groups, w, v)
     np.testing.assert_allclose(dd_round(xtc), oracle, rtol=1e-9, atol=1e-9 * (1 + np.abs(oracle).max()))

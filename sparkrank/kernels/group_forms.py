@@ -20,30 +20,36 @@ import numpy as np
 from numba import njit
 
 from ..numerics.exact_sum import two_sum
-from .counting import sort_group, sort_scratch, sweep_group
+from . import trees
+from .counting import partner_sum_scratch, partner_sums_from_bounds, sort_group, sort_scratch, sweep_group
 
 
 def hessian_work(max_rows: int, rank_dtype) -> tuple:
     """Scratch arrays for :func:`squared_hinge_hessian_group` on groups of up to ``max_rows`` rows:
-    the group's scores, label ranks and values in score order, and :func:`_count_group`'s counts
-    and sums at those positions."""
+    the group's scores, label ranks and values in score order, :func:`_count_group`'s counts
+    and sums at those positions, the two sweeps' bounds, and
+    :func:`~sparkrank.kernels.counting.partner_sums_from_bounds`'s scratch."""
     return (np.empty(max_rows), np.empty(max_rows, dtype=rank_dtype), np.empty(max_rows),
             np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
-            np.zeros(max_rows), np.zeros(max_rows))
+            np.zeros(max_rows), np.zeros(max_rows), np.zeros(max_rows, dtype=np.int64),
+            np.zeros(max_rows, dtype=np.int64), partner_sum_scratch(max_rows))
 
 
 @njit(cache=True, nogil=True)
 def _count_group(p, order, label_rank, values, start, end, n_levels, margin, tree, work):
     """``count_support_pairs`` on one group (rows ``start:end`` of a tile, ``order`` its rows by
-    score ``p``): ``n_above``, ``n_below`` and the sums of ``values`` over the same partners, left
-    in ``work`` at the rows' sorted positions; zeros for a group of one label level."""
-    sorted_p, sorted_rank, sorted_values, n_above, n_below, s_above, s_below = work[:7]
+    score ``p``): ``n_above``, ``n_below``, the sums of ``values`` over the same partners and the
+    sweeps' bounds, left in ``work`` at the rows' sorted positions; zeros for a group of one
+    label level."""
+    sorted_p, sorted_rank, sorted_values, n_above, n_below, s_above, s_below, ends, los = work[:9]
     n = end - start
     for t in range(n):
         n_above[t] = 0
         n_below[t] = 0
         s_above[t] = 0.0
         s_below[t] = 0.0
+        ends[t] = 0
+        los[t] = n
     if n_levels < 2:
         return  # a single label level: no pairs
     for t in range(n):  # the group's rows in score order, as count_support_pairs gathers them
@@ -52,23 +58,57 @@ def _count_group(p, order, label_rank, values, start, end, n_levels, margin, tre
         sorted_rank[t] = label_rank[row]
         sorted_values[t] = values[row]
     sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, False, True, tree,
-                n_above, s_above)
+                n_above, s_above, ends)
     sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, True, True, tree,
-                n_below, s_below)
+                n_below, s_below, los)
 
 
 @njit(cache=True, nogil=True)
-def squared_hinge_hessian_group(p, order, label_rank, u, start, end, n_levels, margin, tree, work, coef):
+def _partner_sums_from_plan(order, plan, label_rank, u, start, end, n_levels, work) -> bool:
+    """When ``plan`` (the value pass's sweep plan of these rows, :func:`squared_hinge_group`)
+    is there and the group suits :func:`~sparkrank.kernels.counting.partner_sums_from_bounds`:
+    the sums of ``u`` over each row's support partners into ``work`` (as :func:`_count_group`
+    leaves them) without sweeping, and ``True``."""
+    n = end - start
+    running = work[9]
+    if plan.shape[1] == 0 or n_levels > trees.SELECTION_FANOUT or n + 1 > running.shape[0]:
+        return False
+    sorted_rank, sorted_values, s_above, s_below = work[1], work[2], work[5], work[6]
+    if n_levels < 2:
+        for t in range(n):
+            s_above[t] = 0.0
+            s_below[t] = 0.0
+        return True
+    for t in range(n):
+        row = order[start + t]
+        sorted_rank[t] = label_rank[row]
+        sorted_values[t] = u[row]
+    partner_sums_from_bounds(sorted_rank, sorted_values, 0, n, n_levels, plan[0, start:end], plan[1, start:end],
+                             running, s_above, s_below)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_hessian_group(p, order, plan, label_rank, u, start, end, n_levels, margin, tree, work, coef):
     """:class:`~sparkrank.kernels.losses.SquaredHingeHessianKernel` on one group (rows
     ``start:end`` of a tile): ``coef[r - start] = 2((l⁺+l⁻)u_r - (γ⁺+γ⁻)_r)`` for each row ``r``,
     with the support set at the kept scores ``p`` (sorted within the group by ``order``, tile
     row indices) and ``γ±`` sums of ``u`` over each row's support partners (lee-lin2014 eq. (17)).
 
+    ``plan``: the value pass's sweep plan (:func:`squared_hinge_group`; ``(3, 0)`` when the state
+    has none): with it the counts are read and the sums taken from the sweeps' bounds
+    (:func:`_partner_sums_from_plan`), without it both sweeps run; the same bits.
     ``tree``: a selection tree with sums (``trees.selection_new``) for the group's levels and
     rows; ``work``: :func:`hessian_work`.
     """
-    _count_group(p, order, label_rank, u, start, end, n_levels, margin, tree, work)
     n_above, n_below, s_above, s_below = work[3:7]
+    if _partner_sums_from_plan(order, plan, label_rank, u, start, end, n_levels, work):
+        for t in range(end - start):
+            row = order[start + t]
+            # SquaredHingeHessianKernel's expression, operation for operation (l⁺+l⁻ as kept)
+            coef[row - start] = 2.0 * (np.float64(plan[2, start + t]) * u[row] - (s_above[t] + s_below[t]))
+        return
+    _count_group(p, order, label_rank, u, start, end, n_levels, margin, tree, work)
     for t in range(end - start):
         row = order[start + t]
         # SquaredHingeHessianKernel's expression, operation for operation
@@ -83,7 +123,8 @@ def value_work(max_rows: int, rank_dtype) -> tuple:
 
 
 @njit(cache=True, nogil=True)
-def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin, tree, work, coef, diagonal, sums):
+def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin, tree, work, coef, diagonal, sums,
+                        plan):
     """:class:`~sparkrank.kernels.losses.SquaredHingeKernel` (and its diagonal variant) on one
     group, rows ``start:end`` of a tile: sorts the group (``order[start:end]``, the tile's kept
     order), and for each row ``r`` in row order sets ``coef[r - start] = 2((l⁺+l⁻)p - (α⁺+α⁻) +
@@ -91,17 +132,24 @@ def squared_hinge_group(scores, order, label_rank, start, end, n_levels, margin,
     loss term ``((l⁺+l⁻)p - (α⁺+α⁻) + 2(l⁺-l⁻))p`` and its ``diagonal`` to the tile's running
     double-double sums ``sums[0:2]`` / ``sums[2:4]`` and ``l⁺`` / ``l⁻`` to ``sums[4]`` / ``sums[5]``
     (exact integers): the kernel's ``sum_dd`` over the tile's rows in row order, operation for
-    operation."""
-    sort_group(scores, start, end, order, work[11], work[12])
+    operation.
+
+    ``plan[:, start:end]`` gets the group's *sweep plan* at the sorted positions: the two sweeps'
+    bounds and ``l⁺+l⁻``, which fix the support set at these scores; TRON's Hessian products at
+    this point read it instead of sweeping (:func:`squared_hinge_hessian_group`)."""
+    sort_group(scores, start, end, order, work[14], work[15])
     _count_group(scores, order, label_rank, scores, start, end, n_levels, margin, tree, work)
-    n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted = work[3:7]
-    n_above, n_below, s_above, s_below = work[7:11]
-    for t in range(end - start):  # sorted positions back to rows
+    n_above_sorted, n_below_sorted, s_above_sorted, s_below_sorted, ends, los = work[3:9]
+    n_above, n_below, s_above, s_below = work[10:14]
+    for t in range(end - start):  # sorted positions back to rows, and the plan
         r = order[start + t] - start
         n_above[r] = n_above_sorted[t]
         n_below[r] = n_below_sorted[t]
         s_above[r] = s_above_sorted[t]
         s_below[r] = s_below_sorted[t]
+        plan[0, start + t] = ends[t]
+        plan[1, start + t] = los[t]
+        plan[2, start + t] = n_above_sorted[t] + n_below_sorted[t]
     for r in range(end - start):  # SquaredHingeKernel's expressions, operation for operation, in row order
         p = scores[start + r]
         l_sum = np.float64(n_above[r] + n_below[r])

@@ -51,7 +51,8 @@ class SquaredHingeKernel(ScoreKernel):
     partners, ``Σ_SV (1 - p_u + p_l)² = Σ_k (l⁺+l⁻)p_k² - (α⁺+α⁻)p_k + 2(l⁺-l⁻)p_k + l⁻_k``
     and its derivative in ``p`` is ``c = 2((l⁺+l⁻)p - (α⁺+α⁻) + (l⁺-l⁻))``.
     statistics: ``loss`` = ``Σ_SV (1 - p_u + p_l)²``, ``support_pairs``.  Keeps ``(p, order)``
-    for Hessian products.
+    for Hessian products (its group form also keeps the sweeps' plan at ``p``, with which
+    the Hessian's group form skips the sweeps: :func:`sparkrank.kernels.group_forms.squared_hinge_group`).
     """
 
     statistics = LOSS_STATISTICS
@@ -122,7 +123,7 @@ class SquaredHingeHessianKernel(ScoreKernel):
         return "squared_hinge_hessian" if self.counting == "selection" else None
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        p, order = state
+        p, order = state[0], state[1]  # the group form also keeps its sweep plan: same support set
         k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting)
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
         return KernelResult(np.zeros(0), coef)
