@@ -177,3 +177,13 @@ def test_tron_with_group_passes_is_the_tile_paths_fit_bitwise(dtype, monkeypatch
     slow = fit()
     np.testing.assert_array_equal(fast.weights, slow.weights)
     assert fast.summary["objective"] == slow.summary["objective"]
+
+
+def test_the_sweep_plan_takes_the_smallest_type_that_holds_it():
+    """A plan holds positions in a group and ``l⁺+l⁻`` (under twice the group's rows)."""
+    from sparkrank.engines.group_passes import _plan_dtype
+
+    assert _plan_dtype(0) == _plan_dtype(127) == np.uint8
+    assert _plan_dtype(128) == _plan_dtype(32767) == np.uint16
+    assert _plan_dtype(32768) == _plan_dtype(2**30 - 1) == np.int32
+    assert _plan_dtype(2**30) == np.int64

@@ -1,10 +1,13 @@
-"""numba's start-up in processes sparkrank owns: the BLAS probe is deferred, nothing is lost."""
+"""Start-up and loading in processes sparkrank owns: numba's BLAS probe is deferred, nothing is lost;
+the heap memory a read freed goes back to the system."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+
+import numpy as np
 
 
 def _python(code: str, *args: str) -> subprocess.CompletedProcess:
@@ -54,3 +57,25 @@ def test_console_script_never_imports_scipy_linalg(tmp_path):
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "numba.np.arraymath" in imported  # the kernels ran
     assert "scipy.linalg" not in imported
+
+
+def test_freed_heap_memory_goes_back_to_the_system_after_loading(monkeypatch, tmp_path):
+    """The local engine hands the C heap's free pages back once the data are read (glibc's
+    ``malloc_trim``; elsewhere a no-op that says so)."""
+    import platform
+
+    from sparkrank.data import heap
+    from sparkrank.data.svmlight import write_svmlight
+    from sparkrank.datasets import make_ranking_data
+    from sparkrank.engines.registry import make_engine
+    from sparkrank.io.sources import open_source
+
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert heap.return_freed_memory() is True
+    calls = []
+    monkeypatch.setattr(heap, "return_freed_memory", lambda: calls.append(1) or True)
+    data, _ = make_ranking_data(60, 3, rows_per_group=10, seed=0)
+    write_svmlight(tmp_path / "d.txt", data.X, data.labels, np.repeat(data.qids, np.diff(data.groups.offsets)))
+    with make_engine(open_source(str(tmp_path / "d.txt")), "local") as engine:
+        assert engine.summary.n_rows == 60
+    assert calls == [1]

@@ -167,10 +167,21 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
             _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
 
 
-def kept_plan(state) -> np.ndarray:
+def _plan_dtype(largest_group: int):
+    """The smallest integer type of a sweep plan for groups of up to ``largest_group`` rows (its
+    entries are positions in a group and ``l⁺+l⁻``, at most twice the rows): 3 bytes per row for
+    groups of under 128 rows (LETOR's queries), 6 under 32,768, which keeps the whole process
+    within half of LIBLINEAR's memory in float32 (TRON holds up to three states)."""
+    for dtype in (np.uint8, np.uint16, np.int32):
+        if 2 * largest_group <= np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def _kept_plan(state) -> np.ndarray:
     """The sweep plan a value pass kept with its scores and order (the group form keeps
     ``(p, order, plan)``, the kernel ``(p, order)``: then an empty ``(3, 0)`` plan)."""
-    return state[2] if len(state) > 2 else np.zeros((3, 0), dtype=state[1].dtype)
+    return state[2] if len(state) > 2 else np.zeros((3, 0), dtype=np.uint8)
 
 
 def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool) -> bool:
@@ -226,13 +237,13 @@ def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, powers: tupl
         g = tile.groups
         hi, lo = np.zeros((len(product_powers), values.shape[1])), np.zeros((len(product_powers), values.shape[1]))
         if hessian:
-            p, order, plan = states[k][0], states[k][1], kept_plan(states[k])
+            p, order, plan = states[k][0], states[k][1], _kept_plan(states[k])
             _squared_hinge_hessian_tile(values, v, g.offsets, g.label_rank, g.n_levels, p, order, plan,
                                         float(MARGIN), tree, work, scores[a:b], hi, lo)
             results.append(KernelResult(np.zeros(0)))
         else:
             order = np.empty(b - a, dtype=np.int32 if b - a < 2**31 else np.int64)
-            plan = np.empty((3, b - a), dtype=order.dtype)
+            plan = np.empty((3, b - a), dtype=_plan_dtype(int(g.group_sizes.max()) if g.n_groups else 0))
             sums = np.zeros(6)
             _squared_hinge_value_tile(values, v, g.offsets, g.label_rank, g.n_levels, float(MARGIN), tree, work,
                                       fresh, product_powers, scores[a:b], order, plan, hi, lo, sums)

@@ -62,12 +62,15 @@ def _build_local(source, *, n_features: int | None = None, dtype: type = np.floa
 
 
 def _ranking_data(source, n_features, dtype, drop_invalid_rows, threads=1):
+    from ..data import heap
     from ..data.block import RankingData
 
     if isinstance(source, RankingData):
         return source if n_features is None else source.with_features(n_features)
-    return source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows,
+    data = source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows,
                                threads=threads)
+    heap.return_freed_memory()  # what the read freed on its threads (data/heap.py)
+    return data
 
 
 def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: type = np.float64,
