@@ -256,18 +256,14 @@ def partner_sums_from_bounds(sorted_rank, sorted_values, start, end, n_levels, e
     scores) to 0.040 s (spread ones) for the two sweeps.  ``running``: :func:`partner_sum_scratch`;
     the group must fit it (at most :data:`PARTNER_SUM_MAX_ROWS` rows) and have 2 to 16 levels."""
     n = end - start
-    if n_levels <= 8:
-        _running_lane_sums(sorted_rank, sorted_values, start, n, 8, False, running)
-    else:
-        _running_lane_sums(sorted_rank, sorted_values, start, n, 16, False, running)
-    for t in range(n):
-        s_above[start + t] = running[ends[t], sorted_rank[start + t]]
-    if n_levels <= 8:
-        _running_lane_sums(sorted_rank, sorted_values, start, n, 8, True, running)
-    else:
-        _running_lane_sums(sorted_rank, sorted_values, start, n, 16, True, running)
-    for t in range(n):
-        s_below[start + t] = running[los[t], sorted_rank[start + t]]
+    for descending in (False, True):
+        if n_levels <= 8:
+            _running_lane_sums(sorted_rank, sorted_values, start, n, 8, descending, running)
+        else:
+            _running_lane_sums(sorted_rank, sorted_values, start, n, 16, descending, running)
+        bounds, sums = (los, s_below) if descending else (ends, s_above)
+        for t in range(n):
+            sums[start + t] = running[bounds[t], sorted_rank[start + t]]
 
 
 @njit(cache=True, nogil=True)
