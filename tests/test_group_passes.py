@@ -187,3 +187,21 @@ def test_the_sweep_plan_takes_the_smallest_type_that_holds_it():
     assert _plan_dtype(128) == _plan_dtype(32767) == np.uint16
     assert _plan_dtype(32768) == _plan_dtype(2**30 - 1) == np.int32
     assert _plan_dtype(2**30) == np.int64
+
+
+def test_groups_longer_than_the_plans_scratch_sweep_within_the_same_pass(monkeypatch):
+    """A group with more rows than ``partner_sums_from_bounds``'s scratch sweeps with the tree
+    while its tile's shorter groups use the plan: the tile path's bits either way."""
+    from sparkrank.kernels import counting
+
+    monkeypatch.setattr(counting, "PARTNER_SUM_MAX_ROWS", 16)
+    rng = np.random.default_rng(5)
+    sizes = [5, 40, 16, 17, 3, 60]
+    X = rng.normal(size=(sum(sizes), 9)).astype(np.float32)
+    labels = rng.integers(0, 4, size=X.shape[0]).astype(float)
+    groups = QueryGroups.from_offsets(labels, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+    w, v = rng.normal(size=9), rng.normal(size=9)
+    _, fast, _ = _passes(X, groups, w, v, 1 << 40, monkeypatch, group_form=True)
+    _, slow, _ = _passes(X, groups, w, v, 1 << 40, monkeypatch, group_form=False)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])

@@ -171,7 +171,7 @@ def _plan_dtype(largest_group: int):
     """The smallest integer type of a sweep plan for groups of up to ``largest_group`` rows (its
     entries are positions in a group and ``l⁺+l⁻``, at most twice the rows): 3 bytes per row for
     groups of under 128 rows (LETOR's queries), 6 under 32,768, which keeps the whole process
-    within half of LIBLINEAR's memory in float32 (TRON holds up to three states)."""
+    within half of LIBLINEAR's memory in float32 (TRON holds two or three states at a time)."""
     for dtype in (np.uint8, np.uint16, np.int32):
         if 2 * largest_group <= np.iinfo(dtype).max:
             return dtype
