@@ -434,9 +434,10 @@ def _read_state(path: str, state_id: int):
     """The kept state, or ``None`` when its file is not on this host.
 
     Its arrays are views of the file's pages in the page cache (a private mapping: a write to
-    them stays in this process), not copies: a Hessian pass of TRON reads 12 bytes per row of
-    state, which unpickling copied into fresh memory on every pass (10M rows on local[2]: ~0.04 s
-    of a 0.6 s pass)."""
+    them stays in this process), not copies: a Hessian pass of TRON reads its scores, order and
+    sweep plan (15 bytes per row for queries of under 128 rows), which unpickling copied into
+    fresh memory on every pass (10M rows on local[2], then 12 bytes per row: ~0.04 s of a 0.6 s
+    pass)."""
     try:
         f = open(_state_file(path, state_id), "rb")
     except FileNotFoundError:
