@@ -8,19 +8,25 @@ directories, and the next version's unchanged callers would load them).  The res
 silently those of the old callees.
 
 What: on import, :func:`clear_stale_caches` hashes the package's ``.py`` sources (~2 ms) and
-compares the digest with the one recorded in ``__pycache__/`` (:data:`MARKER`); if they differ,
-it deletes every numba cache file under the package, then records the new digest.  Every kernel
-then compiles once more, into a cache that matches the sources.  A package that is not a
-writable directory (a zip, a read-only install) is left alone: numba cannot write caches beside
-it either.
+compares the digest with the one recorded beside the package's caches (:data:`MARKER`); if they
+differ, it deletes every numba cache file of the package, then records the new digest.  Every
+kernel then compiles once more, into a cache that matches the sources.
+
+Where: wherever numba itself keeps them (:func:`cache_directories`, numba's own locator rules):
+``NUMBA_CACHE_DIR`` when it is set (the Docker image, and the README's advice for workers whose
+package directory is read-only), else each source directory's ``__pycache__`` when it is
+writable, else numba's user-wide cache directory (a read-only install).  The cache directories
+there are per source directory, so they hold this package's caches only.  A package that is
+not a directory (a zip) is left alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import types
 
-#: The file (in the package's top ``__pycache__``) that records the sources' digest.
+#: The file (in the cache directory of the package's top directory) that records the sources' digest.
 MARKER = "numba-sources.sha256"
 _CACHE_SUFFIXES = (".nbi", ".nbc")
 
@@ -39,15 +45,53 @@ def source_digest(root: str) -> str:
     return digest.hexdigest()
 
 
+def _source_files(root: str) -> list[str]:
+    """One ``.py`` file of each directory under ``root`` that holds any (``root``'s first if it
+    does), in path order."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        sources = sorted(f for f in filenames if f.endswith(".py"))
+        if sources:
+            found.append(os.path.join(dirpath, sources[0]))
+    return found
+
+
+def _numba_cache_directory(source_file: str) -> str | None:
+    """Where numba caches the functions of the module ``source_file``: the locator numba would
+    pick for a function defined there (its classes in its order, or ``NUMBA_CACHE_LOCATOR_CLASSES``),
+    or ``None`` when none takes it."""
+    from numba.core.caching import CompileResultCacheImpl
+
+    code = _numba_cache_directory.__code__.replace(co_filename=source_file)
+    try:
+        return CompileResultCacheImpl(types.FunctionType(code, {})).locator.get_cache_path()
+    except RuntimeError:  # no locator available for the file
+        return None
+
+
+def cache_directories(root: str) -> list[str]:
+    """The directories where numba keeps the cache files of the modules under ``root``, one per
+    source directory (``root``'s first), as numba's own locator rules pick them (see the module
+    docstring); creates them as numba would."""
+    found = [_numba_cache_directory(f) for f in _source_files(root)]
+    return [d for d in found if d is not None]
+
+
 def clear_stale_caches(root: str | None = None) -> bool:
-    """Delete the numba cache files under ``root`` (default: this package) unless they were made
-    from the current sources; returns whether it deleted (or found nothing to keep).  Never
-    raises: an unreadable or read-only package is left as it is."""
+    """Delete the numba cache files of the modules under ``root`` (default: this package), in
+    the directories numba keeps them in (:func:`cache_directories`), unless they were made from
+    the current sources; returns whether it deleted (or found nothing to keep).  Never raises:
+    an unreadable package, or one whose caches cannot be written, is left as it is."""
     root = os.path.dirname(os.path.abspath(__file__)) if root is None else root
     if not os.path.isdir(root):
         return False  # imported from a zip
-    marker = os.path.join(root, "__pycache__", MARKER)
     try:
+        sources = _source_files(root)
+        top = _numba_cache_directory(sources[0]) if sources else None
+        if top is None or os.path.dirname(sources[0]) != root:
+            return False  # no module in the package's top directory to record the digest beside
+        marker = os.path.join(top, MARKER)
         digest = source_digest(root)
         try:
             with open(marker, encoding="ascii") as f:
@@ -55,14 +99,13 @@ def clear_stale_caches(root: str | None = None) -> bool:
                     return False
         except OSError:
             pass
-        for dirpath, _, filenames in os.walk(root):
-            for name in filenames:
+        for directory in cache_directories(root):
+            for name in sorted(os.listdir(directory)):
                 if name.endswith(_CACHE_SUFFIXES):
                     try:
-                        os.remove(os.path.join(dirpath, name))
+                        os.remove(os.path.join(directory, name))
                     except OSError:
                         pass  # another process removed it first
-        os.makedirs(os.path.dirname(marker), exist_ok=True)
         tmp = f"{marker}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="ascii") as f:
             f.write(digest)
