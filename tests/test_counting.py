@@ -12,6 +12,7 @@ from sparkrank.choices import COUNTING_METHODS
 from sparkrank.kernels import trees
 from sparkrank.kernels.counting import (count_support_pairs, partner_sum_scratch, partner_sums_from_bounds,
                                         sort_within_groups, sweep_group)
+from sparkrank.kernels.tree_kinds import SELECTION
 
 FAST_METHODS = [m for m in COUNTING_METHODS if m != "pairs"]
 
@@ -177,8 +178,8 @@ def test_partner_sums_from_bounds_are_the_sweeps_bits(n, n_levels, seed, spread)
     sums, counts, bounds = {}, np.zeros(n, dtype=np.int64), {}
     for descending in (False, True):
         sums[descending], bounds[descending] = np.zeros(n), np.zeros(n, dtype=np.int64)
-        sweep_group(scores, rank, values, 0, n, n_levels, 1.0, False, descending, True, tree, counts,
-                    sums[descending], bounds[descending])
+        sweep_group(SELECTION, scores, rank, scores[:0], values, 0, n, n_levels, 1.0, False, descending, True, tree,
+                    counts, sums[descending], bounds[descending])
     above, below = np.full(n, np.nan), np.full(n, np.nan)
     partner_sums_from_bounds(rank, values, 0, n, n_levels, bounds[False], bounds[True], partner_sum_scratch(n),
                              above, below)

@@ -28,7 +28,8 @@ from numba import literally, njit
 
 from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, check_choice
 from ..data.groups import QueryGroups
-from . import trees
+from . import tree_kinds, trees
+from .tree_kinds import DIRECT, RBTREE, SELECTION
 
 _THREADED_MIN_ROWS = 50_000
 _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkrank-sweep")
@@ -160,22 +161,25 @@ def _gather(order, lo, hi, scores, label_rank, values, labels, with_sums, with_l
 
 
 @njit(cache=True, nogil=True)
-def sweep_group(sorted_scores, sorted_rank, sorted_values, start, end, n_levels, margin, inclusive,
-                descending, with_sums, tree, counts, sums, bounds):
-    """One group's sweep with the selection tree: the group's rows are positions ``start:end`` of
-    the score-sorted arrays, ``n_levels`` (at least 2) its label levels; the counts (and value
-    sums) of each position go to ``counts`` / ``sums`` at the same position.  ``descending``
-    false: row ``t`` is the lower row of its pairs (``n_above``, ``s_above``); true: the upper
-    (``n_below``, ``s_below``).  :func:`count_support_pairs` and the compiled per-group passes
-    (:mod:`sparkrank.kernels.group_forms`) both sweep here, so their sums have the same bits.
+def sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, start, end, n_levels, margin,
+                inclusive, descending, with_sums, tree, counts, sums, bounds):
+    """One group's sweep, the one copy for every tree: the group's rows are positions
+    ``start:end`` of the score-sorted arrays, ``n_levels`` (at least 2) its label levels; the
+    counts (and value sums) of each position go to ``counts`` / ``sums`` at the same position.
+    ``descending`` false: row ``t`` is the lower row of its pairs (``n_above``, ``s_above``);
+    true: the upper (``n_below``, ``s_below``).  :func:`count_support_pairs` and the compiled
+    per-group passes (:mod:`sparkrank.kernels.group_forms`) both sweep here, so their sums have
+    the same bits.
 
+    ``kind``: the tree, a compile-time constant of :mod:`.tree_kinds` (``tree`` is one of that
+    kind; ``sorted_labels``, the real labels in score order, only the red-black tree reads).
     ``bounds`` (unless empty) gets each position's partners as a range of positions, relative to
     ``start``: ascending, row ``t``'s partners are among positions ``[0, bounds[t])``; descending,
     among ``[bounds[t], end - start)`` (what :func:`partner_sums_from_bounds` reads)."""
-    k = n_levels
+    literally(kind)
     ahead = trees.PREFETCH_DISTANCE
-    height = trees.selection_reset(tree, k, with_sums)
-    prefetch = trees.selection_should_prefetch(k)
+    height = tree_kinds.tree_reset(kind, tree, n_levels, with_sums)
+    prefetch = tree_kinds.tree_should_prefetch(kind, n_levels)
     if not descending:
         # t is the lower row; insert candidate upper rows j with p_j < p_t + δ
         j = start
@@ -183,13 +187,15 @@ def sweep_group(sorted_scores, sorted_rank, sorted_values, start, end, n_levels,
             threshold = sorted_scores[t] + margin
             while j < end and _precedes(sorted_scores[j], threshold, inclusive):
                 if prefetch and j + ahead < end:
-                    trees.selection_prefetch(tree, sorted_rank[j + ahead], with_sums)
+                    tree_kinds.tree_prefetch(kind, tree, sorted_rank[j + ahead], with_sums)
                 value = sorted_values[j] if with_sums else 0.0
-                trees.selection_insert_above_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                key = tree_kinds.tree_key(kind, sorted_labels, j)
+                tree_kinds.tree_insert(kind, tree, height, False, sorted_rank[j], key, value, with_sums)
                 j += 1
             if prefetch and t + ahead < end:
-                trees.selection_prefetch(tree, sorted_rank[t + ahead], with_sums)
-            n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+                tree_kinds.tree_prefetch(kind, tree, sorted_rank[t + ahead], with_sums)
+            key = tree_kinds.tree_key(kind, sorted_labels, t)
+            n, s = tree_kinds.tree_query(kind, tree, height, False, sorted_rank[t], key, with_sums)
             counts[t] = n
             if with_sums:
                 sums[t] = s
@@ -201,13 +207,15 @@ def sweep_group(sorted_scores, sorted_rank, sorted_values, start, end, n_levels,
         for t in range(end - 1, start - 1, -1):
             while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
                 if prefetch and j - ahead >= start:
-                    trees.selection_prefetch(tree, sorted_rank[j - ahead], with_sums)
+                    tree_kinds.tree_prefetch(kind, tree, sorted_rank[j - ahead], with_sums)
                 value = sorted_values[j] if with_sums else 0.0
-                trees.selection_insert_below_tree(tree, height, sorted_rank[j], 1, value, with_sums)
+                key = tree_kinds.tree_key(kind, sorted_labels, j)
+                tree_kinds.tree_insert(kind, tree, height, True, sorted_rank[j], key, value, with_sums)
                 j -= 1
             if prefetch and t - ahead >= start:
-                trees.selection_prefetch(tree, sorted_rank[t - ahead], with_sums)
-            n, s = trees.selection_query(tree, height, sorted_rank[t], with_sums)
+                tree_kinds.tree_prefetch(kind, tree, sorted_rank[t - ahead], with_sums)
+            key = tree_kinds.tree_key(kind, sorted_labels, t)
+            n, s = tree_kinds.tree_query(kind, tree, height, True, sorted_rank[t], key, with_sums)
             counts[t] = n
             if with_sums:
                 sums[t] = s
@@ -267,19 +275,39 @@ def partner_sums_from_bounds(sorted_rank, sorted_values, start, end, n_levels, e
 
 
 @njit(cache=True, nogil=True)
-def _sweep_selection(
-    sorted_scores, sorted_rank, sorted_values, order, offsets, n_levels, margin, inclusive,
-    descending, with_sums, tree, out_count, out_sum,
-):
+def _sweep_groups(kind, args):
+    # every group's sweep (groups of one label level have no pairs), then back to row order
+    literally(kind)
+    (sorted_scores, sorted_rank, sorted_labels, sorted_values, order, offsets, n_levels, margin, inclusive,
+     descending, with_sums, tree, out_count, out_sum) = args
     m = sorted_scores.shape[0]
     counts = np.zeros(m, dtype=np.int64)
     sums = np.zeros(m if with_sums else 0, dtype=np.float64)
     for g in range(offsets.shape[0] - 1):
-        if n_levels[g] < 2:
-            continue  # a single label level: no pairs in this group
-        sweep_group(sorted_scores, sorted_rank, sorted_values, offsets[g], offsets[g + 1], n_levels[g], margin,
-                    inclusive, descending, with_sums, tree, counts, sums, counts[:0])
+        if n_levels[g] >= 2:
+            sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, offsets[g], offsets[g + 1],
+                        n_levels[g], margin, inclusive, descending, with_sums, tree, counts, sums, counts[:0])
     _scatter(order, counts, sums, with_sums, out_count, out_sum)
+
+
+# Entry points from Python, one per tree kind: a literal argument given from Python would make
+# numba type the call again on every call (~20 ms), so the kind is a constant of compiled code.
+@njit(cache=True, nogil=True)
+def _sweep_groups_selection(args):
+    _sweep_groups(SELECTION, args)
+
+
+@njit(cache=True, nogil=True)
+def _sweep_groups_direct(args):
+    _sweep_groups(DIRECT, args)
+
+
+@njit(cache=True, nogil=True)
+def _sweep_groups_red_black(args):
+    _sweep_groups(RBTREE, args)
+
+
+_SWEEPS = {"selection": _sweep_groups_selection, "direct": _sweep_groups_direct, "rbtree": _sweep_groups_red_black}
 
 
 @njit(cache=True, nogil=True)
@@ -292,91 +320,17 @@ def _scatter(order, counts, sums, with_sums, out_count, out_sum):
             out_sum[row] = sums[t]
 
 
-@njit(nogil=True)  # not cached: first-class function arguments break numba's cache index
-def _sweep(
-    sorted_scores, sorted_rank, sorted_labels, sorted_values, order, offsets, n_levels, margin,
-    inclusive, descending, with_sums, out_count, out_sum, new, reset, insert, above, below,
-):
-    # The same sweep for any tree offering new/reset/insert/above/below (the red-black tree).
-    n_groups = offsets.shape[0] - 1
-    capacity = 1
-    max_levels = 1
-    for g in range(n_groups):
-        capacity = max(capacity, offsets[g + 1] - offsets[g])
-        max_levels = max(max_levels, n_levels[g])
-    tree = new(capacity, max_levels)
-    m = sorted_scores.shape[0]
-    counts = np.zeros(m, dtype=np.int64)
-    sums = np.zeros(m if with_sums else 0, dtype=np.float64)
-    for g in range(n_groups):
-        start, end = offsets[g], offsets[g + 1]
-        if n_levels[g] < 2:
-            continue
-        reset(tree, n_levels[g])
-        if not descending:
-            j = start
-            for t in range(start, end):
-                threshold = sorted_scores[t] + margin
-                while j < end and _precedes(sorted_scores[j], threshold, inclusive):
-                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j] if with_sums else 0.0)
-                    j += 1
-                n, s = above(tree, sorted_rank[t], sorted_labels[t])
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
-        else:
-            j = end - 1
-            for t in range(end - 1, start - 1, -1):
-                while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
-                    insert(tree, sorted_rank[j], sorted_labels[j], sorted_values[j] if with_sums else 0.0)
-                    j -= 1
-                n, s = below(tree, sorted_rank[t], sorted_labels[t])
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
-    _scatter(order, counts, sums, with_sums, out_count, out_sum)
+def _new_tree(method: str, groups: QueryGroups, with_sums: bool):
+    """An empty tree of ``method`` for the largest group of ``groups``."""
+    max_levels = int(groups.n_levels.max()) if groups.n_groups else 1
+    max_rows = int(np.diff(groups.offsets).max()) if groups.n_groups else 1
+    if method == "selection":
+        return trees.selection_new(max_levels, max_rows, with_sums)
+    if method == "direct":
+        return trees.direct_new(1, max_levels)
+    from . import rbtree
 
-
-@njit(cache=True, nogil=True)
-def _sweep_direct(
-    sorted_scores, sorted_rank, sorted_values, order, offsets, n_levels, margin, inclusive,
-    descending, with_sums, out_count, out_sum,
-):
-    # _sweep with the direct count inlined (a cached, specialised copy)
-    max_levels = 1
-    for g in range(offsets.shape[0] - 1):
-        max_levels = max(max_levels, n_levels[g])
-    tree = trees.direct_new(1, max_levels)
-    m = sorted_scores.shape[0]
-    counts = np.zeros(m, dtype=np.int64)
-    sums = np.zeros(m if with_sums else 0, dtype=np.float64)
-    for g in range(offsets.shape[0] - 1):
-        start, end = offsets[g], offsets[g + 1]
-        if n_levels[g] < 2:
-            continue
-        trees.direct_reset(tree, n_levels[g])
-        if not descending:
-            j = start
-            for t in range(start, end):
-                threshold = sorted_scores[t] + margin
-                while j < end and _precedes(sorted_scores[j], threshold, inclusive):
-                    trees.direct_insert(tree, sorted_rank[j], 0.0, sorted_values[j] if with_sums else 0.0)
-                    j += 1
-                n, s = trees.direct_above(tree, sorted_rank[t], 0.0)
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
-        else:
-            j = end - 1
-            for t in range(end - 1, start - 1, -1):
-                while j >= start and _precedes(sorted_scores[t], sorted_scores[j] + margin, inclusive):
-                    trees.direct_insert(tree, sorted_rank[j], 0.0, sorted_values[j] if with_sums else 0.0)
-                    j -= 1
-                n, s = trees.direct_below(tree, sorted_rank[t], 0.0)
-                counts[t] = n
-                if with_sums:
-                    sums[t] = s
-    _scatter(order, counts, sums, with_sums, out_count, out_sum)
+    return rbtree.rbtree_new(max_rows, max_levels)
 
 
 @njit(cache=True)
@@ -478,27 +432,10 @@ def count_support_pairs(
     n_above, n_below = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     s_above, s_below = np.zeros(m), np.zeros(m)
     common = (order, groups.offsets, groups.n_levels, float(margin), bool(inclusive))
-    if method == "selection":
-        max_levels = int(groups.n_levels.max()) if groups.n_groups else 1
-        max_rows = int(np.diff(groups.offsets).max()) if groups.n_groups else 1
 
-        def run(descending, out_count, out_sum):
-            tree = trees.selection_new(max_levels, max_rows, with_sums)
-            _sweep_selection(sorted_scores, sorted_rank, sorted_values, *common, descending, with_sums,
-                             tree, out_count, out_sum)
-    elif method == "direct":
-        def run(descending, out_count, out_sum):
-            _sweep_direct(sorted_scores, sorted_rank, sorted_values, *common, descending, with_sums,
-                          out_count, out_sum)
-    else:
-        from . import rbtree
-
-        functions = (rbtree.rbtree_new, rbtree.rbtree_reset, rbtree.rbtree_insert,
-                     rbtree.rbtree_above, rbtree.rbtree_below)
-
-        def run(descending, out_count, out_sum):
-            _sweep(sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
-                   out_count, out_sum, *functions)
+    def run(descending, out_count, out_sum):
+        _SWEEPS[method]((sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
+                         _new_tree(method, groups, with_sums), out_count, out_sum))
     if threaded:
         # the two sweeps are independent: run them on two cores (the kernels release the GIL)
         up = _POOL.submit(run, False, n_above, s_above)

@@ -21,18 +21,20 @@ from numba import njit
 
 from ..numerics.exact_sum import two_sum
 from . import trees
+from .tree_kinds import SELECTION
 from .counting import partner_sum_scratch, partner_sums_from_bounds, sort_group, sort_scratch, sweep_group
 
 
-def hessian_work(max_rows: int, rank_dtype) -> tuple:
+def hessian_work(max_rows: int, rank_dtype, partner_sums: bool = True) -> tuple:
     """Scratch arrays for :func:`squared_hinge_hessian_group` on groups of up to ``max_rows`` rows:
     the group's scores, label ranks and values in score order, :func:`_count_group`'s counts
     and sums at those positions, the two sweeps' bounds, and
-    :func:`~sparkrank.kernels.counting.partner_sums_from_bounds`'s scratch."""
+    :func:`~sparkrank.kernels.counting.partner_sums_from_bounds`'s scratch (for no row unless
+    ``partner_sums``: the value pass sweeps)."""
     return (np.empty(max_rows), np.empty(max_rows, dtype=rank_dtype), np.empty(max_rows),
             np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
             np.zeros(max_rows), np.zeros(max_rows), np.zeros(max_rows, dtype=np.int64),
-            np.zeros(max_rows, dtype=np.int64), partner_sum_scratch(max_rows))
+            np.zeros(max_rows, dtype=np.int64), partner_sum_scratch(max_rows if partner_sums else 0))
 
 
 @njit(cache=True, nogil=True)
@@ -57,10 +59,10 @@ def _count_group(p, order, label_rank, values, start, end, n_levels, margin, tre
         sorted_p[t] = p[row]
         sorted_rank[t] = label_rank[row]
         sorted_values[t] = values[row]
-    sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, False, True, tree,
-                n_above, s_above, ends)
-    sweep_group(sorted_p, sorted_rank, sorted_values, 0, n, n_levels, margin, False, True, True, tree,
-                n_below, s_below, los)
+    sweep_group(SELECTION, sorted_p, sorted_rank, sorted_p[:0], sorted_values, 0, n, n_levels, margin, False, False,
+                True, tree, n_above, s_above, ends)
+    sweep_group(SELECTION, sorted_p, sorted_rank, sorted_p[:0], sorted_values, 0, n, n_levels, margin, False, True,
+                True, tree, n_below, s_below, los)
 
 
 @njit(cache=True, nogil=True)
@@ -118,8 +120,9 @@ def squared_hinge_hessian_group(p, order, plan, label_rank, u, start, end, n_lev
 def value_work(max_rows: int, rank_dtype) -> tuple:
     """Scratch arrays for :func:`squared_hinge_group`: :func:`hessian_work`'s, the counts and
     sums again in row order, and the sort's scratch (:func:`~sparkrank.kernels.counting.sort_scratch`)."""
-    return hessian_work(max_rows, rank_dtype) + (np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64),
-                                                 np.zeros(max_rows), np.zeros(max_rows)) + sort_scratch(max_rows)
+    in_row_order = (np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows, dtype=np.int64), np.zeros(max_rows),
+                    np.zeros(max_rows))
+    return hessian_work(max_rows, rank_dtype, partner_sums=False) + in_row_order + sort_scratch(max_rows)
 
 
 @njit(cache=True, nogil=True)
