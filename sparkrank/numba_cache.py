@@ -57,13 +57,13 @@ def _source_files(root: str) -> list[str]:
     return found
 
 
-def _numba_cache_directory(source_file: str) -> str | None:
+def numba_cache_directory(source_file: str) -> str | None:
     """Where numba caches the functions of the module ``source_file``: the locator numba would
     pick for a function defined there (its classes in its order, or ``NUMBA_CACHE_LOCATOR_CLASSES``),
     or ``None`` when none takes it."""
     from numba.core.caching import CompileResultCacheImpl
 
-    code = _numba_cache_directory.__code__.replace(co_filename=source_file)
+    code = numba_cache_directory.__code__.replace(co_filename=source_file)
     try:
         return CompileResultCacheImpl(types.FunctionType(code, {})).locator.get_cache_path()
     except RuntimeError:  # no locator available for the file
@@ -74,7 +74,7 @@ def cache_directories(root: str) -> list[str]:
     """The directories where numba keeps the cache files of the modules under ``root``, one per
     source directory (``root``'s first), as numba's own locator rules pick them (see the module
     docstring); creates them as numba would."""
-    found = [_numba_cache_directory(f) for f in _source_files(root)]
+    found = [numba_cache_directory(f) for f in _source_files(root)]
     return [d for d in found if d is not None]
 
 
@@ -88,7 +88,7 @@ def clear_stale_caches(root: str | None = None) -> bool:
         return False  # imported from a zip
     try:
         sources = _source_files(root)
-        top = _numba_cache_directory(sources[0]) if sources else None
+        top = numba_cache_directory(sources[0]) if sources else None
         if top is None or os.path.dirname(sources[0]) != root:
             return False  # no module in the package's top directory to record the digest beside
         marker = os.path.join(top, MARKER)

@@ -27,7 +27,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparkrank"
 def cache_is_stale(package: Path = PACKAGE) -> bool:
     """True if the sources changed since the caches were made (``sparkrank/numba_cache.py``:
     the first import of sparkrank will then delete every cache), or if a module with cached numba
-    functions has no cache index newer than its source, as after a checkout.  A cheap test, not
+    functions has no cache index newer than its source, as after a checkout (wherever numba keeps
+    them: ``numba_cache.cache_directories``).  A cheap test, not
     an exact one: it does not look at every function and signature.  (It reads the sources'
     digest without importing sparkrank, whose import would delete the caches first.)"""
     import importlib.util
@@ -35,13 +36,15 @@ def cache_is_stale(package: Path = PACKAGE) -> bool:
     spec = importlib.util.spec_from_file_location("_sparkrank_numba_cache", package / "numba_cache.py")
     numba_cache = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(numba_cache)
-    marker = package / "__pycache__" / numba_cache.MARKER
+    marker = Path(numba_cache.numba_cache_directory(str(package / "__init__.py"))) / numba_cache.MARKER
     if not marker.exists() or marker.read_text(encoding="ascii") != numba_cache.source_digest(str(package)):
         return True
     for source in package.rglob("*.py"):
-        if "cache=True" not in source.read_text(encoding="utf-8", errors="replace"):
-            continue
-        indexes = list((source.parent / "__pycache__").glob(f"{source.stem}.*.nbi"))
+        cached = [line for line in source.read_text(encoding="utf-8", errors="replace").splitlines()
+                  if "cache=True" in line]
+        if all('inline="always"' in line for line in cached):
+            continue  # none cached, or only functions compiled into their callers (no index of their own)
+        indexes = list(Path(numba_cache.numba_cache_directory(str(source))).glob(f"{source.stem}.*.nbi"))
         if not indexes or max(i.stat().st_mtime for i in indexes) < source.stat().st_mtime:
             return True
     return False
@@ -78,6 +81,16 @@ def _svmlight(dtype) -> None:
         load_svmlight(str(path), dtype=dtype, layout="dense")
 
 
+def _counting_methods() -> None:
+    """The other counting trees (``--counting``; training uses the selection tree)."""
+    from sparkrank.kernels.counting import count_support_pairs
+
+    data = _problem()
+    scores = np.linspace(-1.0, 1.0, data.groups.n_rows)
+    for method in ("direct", "rbtree"):
+        count_support_pairs(data.groups, scores, scores, method=method)
+
+
 def part_a() -> None:
     _train_and_evaluate(_problem(), ("tron", "bmrm"))
     _train_and_evaluate(_problem(np.float64, "dense"), ("tron",))
@@ -89,6 +102,7 @@ def part_b() -> None:
     _train_and_evaluate(_problem(np.float32), ("tron",))
     _train_and_evaluate(_problem(np.float32, "dense"), ("tron",))  # TRON's group-by-group Hessian pass
     _svmlight(np.float32)
+    _counting_methods()
 
 
 PARTS = {"a": part_a, "b": part_b}
