@@ -28,7 +28,7 @@ from numba import literally, njit
 
 from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, check_choice
 from ..data.groups import QueryGroups
-from . import tree_kinds, trees
+from . import rbtree, tree_kinds, trees
 from .tree_kinds import DIRECT, RBTREE, SELECTION
 
 _THREADED_MIN_ROWS = 50_000
@@ -328,8 +328,6 @@ def _new_tree(method: str, groups: QueryGroups, with_sums: bool):
         return trees.selection_new(max_levels, max_rows, with_sums)
     if method == "direct":
         return trees.direct_new(1, max_levels)
-    from . import rbtree
-
     return rbtree.rbtree_new(max_rows, max_levels)
 
 
