@@ -22,6 +22,11 @@ from . import rbtree, trees
 SELECTION, DIRECT, RBTREE = 0, 1, 2
 
 
+def _compiled_only(name: str):
+    return TypeError(f"tree_kinds.{name} runs in numba-compiled code only: its implementations are the "
+                     "@overload functions of this module, chosen by the tree kind at compile time")
+
+
 def _literal(value, kind):
     """The value of a literal numba type of ``kind``, or ``None`` (numba then types the call with
     literal arguments, or reports that nothing matched)."""
@@ -31,38 +36,38 @@ def _literal(value, kind):
 def tree_reset(kind, tree, n_levels, with_sums):
     """Empty ``tree`` for a group of ``n_levels`` label levels; returns the height the other
     calls take (the selection tree's; 0 for the others)."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_reset")
 
 
 def tree_insert(kind, tree, height, descending, key_rank, key, value, with_sums):
     """Insert a row of label rank ``key_rank`` (label ``key``) and value ``value``: into an
     "above" tree when ``descending`` is false (rows that are the upper row of the query's
     pairs), a "below" tree when it is true.  ``descending``: a compile-time constant."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_insert")
 
 
 def tree_query(kind, tree, height, descending, key_rank, key, with_sums):
     """``(count, value sum)`` of the inserted rows with a larger label (``descending`` false) or
     a smaller one (true).  ``descending``: a compile-time constant."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_query")
 
 
 def tree_key(kind, sorted_labels, position):
     """The label a tree of ``kind`` is keyed by at ``position`` of the score-sorted rows: the
     real label for the red-black tree, else ``0.0`` (the others key by label rank, and a sweep
     for them need not gather the labels)."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_key")
 
 
 def tree_should_prefetch(kind, n_levels):
     """Whether a sweep over a group of ``n_levels`` levels should call :func:`tree_prefetch`
     (the selection tree of a group of many levels, :func:`trees.selection_should_prefetch`)."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_should_prefetch")
 
 
 def tree_prefetch(kind, tree, key_rank, with_sums):
     """Prefetch what an operation on ``key_rank`` will touch (the selection tree; else nothing)."""
-    raise NotImplementedError("compiled code only")
+    raise _compiled_only("tree_prefetch")
 
 
 @overload(tree_reset, inline="always", prefer_literal=True)
