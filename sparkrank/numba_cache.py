@@ -31,30 +31,32 @@ MARKER = "numba-sources.sha256"
 _CACHE_SUFFIXES = (".nbi", ".nbc")
 
 
-def source_digest(root: str) -> str:
-    """SHA-256 of every ``.py`` file under ``root``: relative paths and contents, in path order."""
-    digest = hashlib.sha256()
+def _python_files(root: str) -> list[str]:
+    """Every ``.py`` file under ``root`` (not in ``__pycache__``), in path order."""
     paths = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         paths += [os.path.join(dirpath, f) for f in filenames if f.endswith(".py")]
-    for path in sorted(paths):
+    return sorted(paths)
+
+
+def source_digest(root: str, paths: list[str] | None = None) -> str:
+    """SHA-256 of every ``.py`` file under ``root`` (``paths``, when the caller listed them with
+    :func:`_python_files`): relative paths and contents, in path order."""
+    digest = hashlib.sha256()
+    for path in _python_files(root) if paths is None else paths:
         digest.update(os.path.relpath(path, root).encode())
         with open(path, "rb") as f:
             digest.update(f.read())
     return digest.hexdigest()
 
 
-def _source_files(root: str) -> list[str]:
-    """One ``.py`` file of each directory under ``root`` that holds any (``root``'s first if it
-    does), in path order."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        sources = sorted(f for f in filenames if f.endswith(".py"))
-        if sources:
-            found.append(os.path.join(dirpath, sources[0]))
-    return found
+def _one_per_directory(paths: list[str]) -> dict[str, str]:
+    """The first of ``paths`` in each directory, by directory (in the order of ``paths``)."""
+    first: dict[str, str] = {}
+    for path in paths:
+        first.setdefault(os.path.dirname(path), path)
+    return first
 
 
 def numba_cache_directory(source_file: str) -> str | None:
@@ -74,7 +76,13 @@ def cache_directories(root: str) -> list[str]:
     """The directories where numba keeps the cache files of the modules under ``root``, one per
     source directory (``root``'s first), as numba's own locator rules pick them (see the module
     docstring); creates them as numba would."""
-    found = [numba_cache_directory(f) for f in _source_files(root)]
+    return _cache_directories(root, _python_files(root))
+
+
+def _cache_directories(root: str, paths: list[str]) -> list[str]:
+    first = _one_per_directory(paths)
+    top = os.path.normpath(root)
+    found = [numba_cache_directory(first[d]) for d in sorted(first, key=lambda d: d != top)]  # root's first
     return [d for d in found if d is not None]
 
 
@@ -87,19 +95,20 @@ def clear_stale_caches(root: str | None = None) -> bool:
     if not os.path.isdir(root):
         return False  # imported from a zip
     try:
-        sources = _source_files(root)
-        top = numba_cache_directory(sources[0]) if sources else None
-        if top is None or os.path.dirname(sources[0]) != root:
+        paths = _python_files(root)  # listed once: the digest, and the caches' directories
+        top_file = _one_per_directory(paths).get(os.path.normpath(root))
+        top = None if top_file is None else numba_cache_directory(top_file)
+        if top is None:
             return False  # no module in the package's top directory to record the digest beside
         marker = os.path.join(top, MARKER)
-        digest = source_digest(root)
+        digest = source_digest(root, paths)
         try:
             with open(marker, encoding="ascii") as f:
                 if f.read() == digest:
                     return False
         except OSError:
             pass
-        for directory in cache_directories(root):
+        for directory in _cache_directories(root, paths):
             for name in sorted(os.listdir(directory)):
                 if name.endswith(_CACHE_SUFFIXES):
                     try:
