@@ -304,5 +304,6 @@ def test_subprocess_stderr_is_one_line_without_traceback(tmp_path, engine):
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+    assert "at org.apache.spark" not in proc.stderr  # no JVM stack trace either (PySpark's logs of probes)
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("sparkrank train: error: ")]
     assert ours == [f"sparkrank train: error: {path}: malformed value 'abc' of feature 1 on line 25000"]

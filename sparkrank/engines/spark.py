@@ -47,7 +47,7 @@ from ..kernels.base import ScoreKernel
 from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
 from ..spark import blocks
 from ..spark.errors import ClusterError
-from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, file_row_columns, locate_row_error
+from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, locate_row_error, select_with_file_rows
 from ..spark.progress import job_progress
 from . import tiles
 from .base import (
@@ -74,10 +74,11 @@ def _with_read_order(df, cols: list[str]):
     the larger files first."""
     from pyspark.sql import functions as F
 
-    try:
-        return df.select(*cols, *file_row_columns()), [FILE_COLUMN, FILE_ROW_COLUMN]
-    except Exception:  # not a Parquet scan (an SVMlight or user DataFrame, CSV): no row numbers
-        return df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id()), [_ROW_ID]
+    selected = select_with_file_rows(df, cols)
+    if selected is not None:
+        return selected, [FILE_COLUMN, FILE_ROW_COLUMN]
+    # not a Parquet scan (an SVMlight or user DataFrame, CSV): no row numbers
+    return df.select(*cols).withColumn(_ROW_ID, F.monotonically_increasing_id()), [_ROW_ID]
 
 
 class ExecutorLossError(ClusterError):

@@ -28,10 +28,29 @@ def file_row_columns() -> list:
     """A Parquet scan's file and row in that file (Spark's ``_metadata.file_path`` and
     ``_metadata.row_index``) as columns :data:`FILE_COLUMN` and :data:`FILE_ROW_COLUMN`: sorted
     by them, rows come in the local reader's order (files by path, then their rows).  Selecting
-    them raises for a source without that metadata (not Parquet, or an older Spark)."""
+    them raises for a source without that metadata (not Parquet, or an older Spark); see
+    :func:`select_with_file_rows`."""
     from pyspark.sql import functions as F
 
     return [F.col("_metadata.file_path").alias(FILE_COLUMN), F.col("_metadata.row_index").alias(FILE_ROW_COLUMN)]
+
+
+def select_with_file_rows(df, cols: list):
+    """``df.select(*cols, *file_row_columns())``, or ``None`` when ``df`` has no file rows (an
+    SVMlight or CSV source, a DataFrame built in memory).  The failed selection is expected
+    there, so PySpark's log of it is held back: PySpark 4 logs every analysis error of a
+    DataFrame at ERROR with its JVM stack trace (logger ``DataFrameQueryContextLogger``) before
+    raising it, which would print a stack trace on every such Spark fit."""
+    from pyspark.logger import PySparkLogger
+
+    logger = PySparkLogger.getLogger("DataFrameQueryContextLogger")  # the one PySpark logs with
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        return df.select(*cols, *file_row_columns())
+    except Exception:  # noqa: BLE001 - any analysis error here means: no file rows
+        return None
+    finally:
+        logger.disabled = disabled
 
 
 def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str) -> str:
@@ -46,9 +65,12 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
     from pyspark.sql import functions as F
 
     cols = [label_col, qid_col, *spec.columns]
+    selected = select_with_file_rows(df.where(F.col(qid_col) == F.lit(qid)), cols)
+    if selected is None:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
+        return message
     try:
-        rows = df.where(F.col(qid_col) == F.lit(qid)).select(*cols, *file_row_columns()).toArrow()
-    except Exception:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
+        rows = selected.toArrow()
+    except Exception:  # noqa: BLE001 - the first error stays the one reported
         return message
     if rows.num_rows == 0:
         return message
