@@ -84,7 +84,7 @@ def small_splits(spark):
     spark.conf.set("spark.sql.files.maxPartitionBytes", old)
 
 
-def _train(path: Path, engine: str, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
+def _train(path: Path | str, engine: str, tmp_path: Path, capsys, *extra: str) -> tuple[int, str]:
     capsys.readouterr()
     rc = main(["train", "--engine", engine, "--input", str(path), "--model", str(tmp_path / f"m-{engine}.json"),
                "--max-iter", "3", "-q", *extra])
@@ -237,6 +237,34 @@ def test_svmlight_files_follow_the_first_files_qid_rule_on_both_engines(spark, t
         messages[engine] = _error_line(err)
     assert messages["local"].startswith(f"{bad}: {detail.format(first=first)}"), messages
     assert messages["spark"] == messages["local"]
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["text", "gzip"])
+def test_a_file_has_one_name_in_messages_however_it_is_given(spark, tmp_path, capsys, compressed):
+    """A bad file given as a path, a ``file:`` URI, its directory or a glob is named by its
+    absolute path on both engines (``io.uri.display_name``), a space in it included."""
+    lake = tmp_path / "my lake"
+    lake.mkdir()
+    lines = _lines(40)
+    lines[4] = "1 qid:1 1:abc"
+    if compressed:
+        bad = _truncated_gz(lake / "part 0.txt.gz")
+        detail = "truncated or corrupt gzip data"
+    else:
+        bad = _text(lake / "part 0.txt", lines)
+        detail = "malformed value 'abc' of feature 1 on line 5"
+    # Hadoop reads a path string unescaped, so "file:///.../my lake" (not my%20lake) names the file
+    spellings = [str(bad), f"file://{bad}", f"file://{lake}"]
+    if not compressed:  # (the gzip case checks where its error is raised, not the spellings again)
+        spellings += [f"file:{bad}", f"{lake}/*.txt*", f"{tmp_path}/my*"]
+    for spelling in spellings:
+        for engine in ENGINES:
+            rc, err = _train(spelling, engine, tmp_path, capsys)
+            assert rc == 2, (spelling, engine, err)
+            assert _error_line(err) == f"{bad}: {detail}", (spelling, engine)
+    for engine in ENGINES if not compressed else ():  # percent-escapes are taken literally, as Hadoop takes them
+        rc, err = _train(bad.as_uri(), engine, tmp_path, capsys)
+        assert rc == 2 and _error_line(err) == f"input {bad.as_uri()} does not exist", (engine, err)
 
 
 def test_svmlight_files_with_one_qid_rule_stack_on_both_engines(spark, tmp_path, capsys):

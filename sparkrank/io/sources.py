@@ -194,9 +194,9 @@ class Source:
             # dense rows when they are smaller than CSR (LETOR text), so memory stays low
             read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout="auto")
             if path.lower().endswith(".bz2"):
-                part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=path, **read)
+                part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=U.display_name(path), **read)
             else:
-                part = read_svmlight(path, **read)
+                part = read_svmlight(path, name=U.display_name(path), **read)
             # The first data line of the first file fixes the qid rule of every file, as on
             # Spark (spark/svmlight.py): a later file breaking it fails on its own line.
             layout = layout or part.qid_layout
@@ -214,8 +214,6 @@ def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | Non
     counted in its own file before ``--where`` (as Spark's ``_metadata.row_index``, so both
     engines name the same file and row; see :mod:`sparkrank.spark.locate`).  Runs only on
     the error path: each file is read again, in the order the dataset concatenated them."""
-    import os
-
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -229,7 +227,7 @@ def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | Non
             table = table.append_column("__sparkrank_row", pa.array(np.arange(table.num_rows)))
             if flt is not None:
                 table = ds.dataset(table).to_table(filter=flt)
-            name = os.path.abspath(fragment.path)
+            name = U.display_name(fragment.path)
             try:
                 ranking_data_from_table(table, columns, where=f"{name}: ", **read)
             except RowError as exc:

@@ -8,10 +8,11 @@ Windows drive letters (``C:\\x``) are not schemes.
 
 from __future__ import annotations
 
+import os
 import re
 from importlib import resources
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse, urlsplit
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _GLOB_CHARS = set("*?[{")
@@ -57,6 +58,23 @@ def local_path(uri: str) -> str | None:
             return None
         return parsed.path
     return None
+
+
+def canonical(uri: str) -> str:
+    """One spelling of a file URI: Hadoop lists ``file:///a%20b``, Spark's ``_metadata``
+    says ``file:/a%20b``; both become ``file:/a b``."""
+    parts = urlsplit(unquote(uri))
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
+
+
+def display_name(uri: str) -> str:
+    """How error messages name a data file, on both engines alike (the one place of this
+    rule): a file on this machine by its absolute path (``data/a.txt``, ``file:///x/a.txt``
+    -> ``/home/me/data/a.txt``, ``/x/a.txt``), any other by its URI, percent-decoded."""
+    if not has_scheme(uri):
+        return os.path.abspath(uri)  # a plain local path (no scheme: os.path may see it)
+    spelled = canonical(uri)
+    return spelled[len("file:"):] if spelled.startswith("file:/") else spelled
 
 
 def has_glob(uri: str) -> bool:

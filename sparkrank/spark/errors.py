@@ -42,7 +42,7 @@ def data_error_in(exc: BaseException) -> DataError | None:
     failed = _FAILED_READ.search(text)
     if failed and failed.group(1).lower().endswith(".gz") and _GZIP_CAUSE.search(text):
         from ..data.svmlight import SVMLightFormatError, truncated_gzip_message
-        from .svmlight import display_name
+        from ..io.uri import display_name
 
         name = display_name(failed.group(1))
         return SVMLightFormatError(truncated_gzip_message(name), path=name)

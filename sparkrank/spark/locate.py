@@ -80,7 +80,7 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
         blocks.decode_rows(rows.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type,
                            max_features_limit())
     except RowError as exc:
-        from .svmlight import display_name
+        from ..io.uri import display_name
 
         return f"{display_name(rows.column(FILE_COLUMN)[exc.row].as_py())}: " \
                f"row {rows.column(FILE_ROW_COLUMN)[exc.row].as_py()}: " \

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..data.block import max_features_limit
 from ..data.svmlight import GZIP_MAGIC, QidLayout, SVMLightFile, SVMLightFormatError, gunzip, parse_svmlight_bytes
+from ..io import uri as U
 from .worker import worker_task
 
 __all__ = ["read_svmlight_dataframe"]
@@ -49,8 +50,8 @@ _BOM = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class _File:
-    uri: str  # the qualified URI, as Spark's _metadata.file_path spells it
-    name: str  # how messages name it: the path the user gave for a single file
+    uri: str  # the qualified path, unescaped as Hadoop's Path(String) and Spark's readers take it
+    name: str  # how messages name it (io.uri.display_name)
     whole: bool  # compressed (or named like it): parsed as one task
 
 
@@ -93,16 +94,15 @@ def read_svmlight_dataframe(spark, path: str | Sequence[str], *, max_features: i
     fields += [pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
     schema = pa.schema(fields)
     ddl = "label double" + qid_ddl + ", indices array<int>, values array<double>"
-    names = {_canonical(f.uri): f.name for f in files}
     parts = []
     split_files = [f.uri for f in files if not f.whole]
     if split_files:
         text = spark.read.text(split_files).select("value", "_metadata.file_path", "_metadata.file_block_start")
-        parts.append(text.mapInArrow(_split_task(names, layout, schema, max_features), ddl))
+        parts.append(text.mapInArrow(_split_task(layout, schema, max_features), ddl))
     whole_files = [f.uri for f in files if f.whole]
     if whole_files:
         blobs = spark.read.format("binaryFile").load(whole_files).select("path", "content")
-        parts.append(blobs.mapInArrow(_whole_task(names, layout, schema, max_features), ddl))
+        parts.append(blobs.mapInArrow(_whole_task(layout, schema, max_features), ddl))
     df = parts[0]
     for other in parts[1:]:
         df = df.unionByName(other)
@@ -110,21 +110,6 @@ def read_svmlight_dataframe(spark, path: str | Sequence[str], *, max_features: i
 
 
 # ----------------------------------------------------------------------------- driver side
-
-
-def _canonical(uri: str) -> str:
-    """One spelling of a file URI: Hadoop lists ``file:///a%20b``, Spark's ``_metadata``
-    says ``file:/a%20b``; both become ``file:/a b``."""
-    from urllib.parse import unquote, urlsplit
-
-    parts = urlsplit(unquote(uri))
-    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
-
-
-def display_name(uri: str) -> str:
-    """How messages name a file found by listing: local files by their path."""
-    canonical = _canonical(uri)
-    return canonical[len("file:"):] if canonical.startswith("file:/") else canonical
 
 
 def _hadoop_fs(spark, uri: str):
@@ -152,9 +137,8 @@ def _list_files(spark, paths: list[str]) -> list[_File]:
             else:
                 found.append(st.getPath())
         for fp in sorted(found, key=lambda q: q.toUri().toString()):
-            uri = fp.toUri().toString()
-            single = len(statuses) == 1 and not statuses[0].isDirectory()
-            out.append(_File(uri, given if single else display_name(uri), _is_whole(fs, fp)))
+            uri = fp.toString()  # not toUri(): Hadoop's Path(String) and Spark read it unescaped ("my lake")
+            out.append(_File(uri, U.display_name(uri), _is_whole(fs, fp)))
     if not out:
         raise FileNotFoundError(f"no files under {', '.join(paths)}")
     return out
@@ -243,7 +227,7 @@ def _joined_lines(arr) -> bytes:
     return np.insert(data, offsets[1:] - offsets[0], np.uint8(10)).tobytes()
 
 
-def _split_task(names: dict[str, str], layout, schema, max_features):
+def _split_task(layout, schema, max_features):
     """``mapInArrow`` over (line, file, split start): parse each split's lines in order."""
 
     def task(batches: Iterator) -> Iterator:
@@ -257,13 +241,13 @@ def _split_task(names: dict[str, str], layout, schema, max_features):
             cut = np.flatnonzero((files[1:] != files[:-1]) | (starts[1:] != starts[:-1])) + 1
             bounds = [0, *cut.tolist(), n]
             for a, b in zip(bounds[:-1], bounds[1:]):
-                uri, start = _canonical(str(files[a])), int(starts[a])
+                uri, start = U.canonical(str(files[a])), int(starts[a])
                 first = seen.get((uri, start), 0)
                 seen[(uri, start)] = first + (b - a)
                 raw = _joined_lines(batch.column(0).slice(a, b - a))
                 if start == 0 and first == 0 and raw.startswith(_BOM):
                     raw = raw[3:]
-                parsed = _parse_piece(raw, uri, names.get(uri, display_name(uri)), start, first, layout, max_features)
+                parsed = _parse_piece(raw, uri, U.display_name(uri), start, first, layout, max_features)
                 if parsed.labels.size:
                     yield _to_batch(parsed, schema)
 
@@ -298,7 +282,7 @@ def lines_before(uri: str, start: int) -> int:
     import pyarrow.fs as pafs
 
     if uri.startswith("file:"):
-        fs, path = pafs.LocalFileSystem(), display_name(uri)
+        fs, path = pafs.LocalFileSystem(), U.display_name(uri)
     else:
         fs, path = pafs.FileSystem.from_uri(uri)
     with fs.open_input_stream(path) as f:
@@ -315,15 +299,15 @@ def lines_before(uri: str, start: int) -> int:
     return 1 + nl + lone_cr
 
 
-def _whole_task(names: dict[str, str], layout, schema, max_features):
+def _whole_task(layout, schema, max_features):
     """``mapInArrow`` over (path, content) of compressed files: one file per row."""
 
     def task(batches: Iterator) -> Iterator:
         for batch in batches:
             uris = batch.column(0).to_pylist()
             for i, uri in enumerate(uris):
-                uri = _canonical(uri)
-                name = names.get(uri, display_name(uri))
+                uri = U.canonical(uri)
+                name = U.display_name(uri)
                 raw = batch.column(1)[i].as_py()
                 if raw[:2] == GZIP_MAGIC:
                     raw = gunzip(raw, name)

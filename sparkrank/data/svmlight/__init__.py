@@ -139,7 +139,7 @@ def truncated_gzip_message(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
+def _file_bytes(path: PathLike, name: str) -> Iterator[bytes | mmap.mmap]:
     """The text of ``path`` as one buffer: a read-only memory map when the file is plain
     text (no copy, the page cache is scanned in place), else the decompressed bytes."""
     with open(path, "rb") as f:
@@ -158,7 +158,7 @@ def _file_bytes(path: PathLike) -> Iterator[bytes | mmap.mmap]:
         if raw[:2] == GZIP_MAGIC:
             # gzip is recognised by its magic bytes, whatever the file name (the Spark
             # reader does the same); decompressed into memory (the parser needs one buffer)
-            raw = gunzip(raw, os.fspath(path))
+            raw = gunzip(raw, name)
         if raw[:3] == _BOM:
             raw = raw[3:]  # a UTF-8 byte-order mark (some Windows editors write one)
         yield raw
@@ -348,6 +348,7 @@ def read_svmlight(
     threads: int = 1,
     qid_layout: QidLayout | None = None,
     layout: str = "sparse",
+    name: str | None = None,
 ) -> SVMLightFile:
     """Read an SVMlight / LETOR file (plain or gzip-compressed).
 
@@ -380,6 +381,9 @@ def read_svmlight(
         CSR would (judged on the file's first MB: LETOR files, which list nearly every
         feature on every line, then need no index array); ``"dense"``: always dense rows.
         The numbers are the same either way.
+    name : str, optional
+        The file's name in error messages (default: ``path``; sparkrank's sources pass the
+        input as the user spelled it, :func:`sparkrank.io.uri.message_name`).
 
     Returns
     -------
@@ -395,8 +399,8 @@ def read_svmlight(
         raise DataError(f"dtype must be float64 or float32, got {dtype!r}")
     if n_features is not None and n_features < 0:
         raise DataError(f"n_features must be >= 0, got {n_features}")
-    name = os.fspath(path)
-    with _file_bytes(path) as raw:
+    name = os.fspath(path) if name is None else name
+    with _file_bytes(path, name) as raw:
         return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads,
                            qid_layout=qid_layout, layout=layout)
 
