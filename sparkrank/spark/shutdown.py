@@ -1,0 +1,78 @@
+"""Ending a command's embedded Spark session without the Python workers' shutdown traceback.
+
+In local mode the executor's Python daemon (``pyspark/daemon.py``) writes to this terminal.
+When the command ends, the JVM shuts down, and PySpark 4's reused workers can print a
+``BrokenPipeError`` traceback:
+
+- an idle worker, waiting for its next task, reads end-of-file when the JVM closes its
+  connection;
+- it tries to send that error back, and the flush fails;
+- since SPARK-54344, that failure is re-raised and printed.
+
+The daemon's SIGHUP would have ended these workers silently, but it often arrives too late.
+About a third of ``sparkrank train --engine spark`` runs on SVMlight input ended with such a
+traceback, printed after the shell prompt had come back.
+
+:func:`stop_local_python_daemons` sends each of the session's Python daemons SIGTERM before
+the JVM goes down. The daemon's own handler then sends its workers SIGHUP, which is how Spark
+means to end them. The command line calls it as it exits (``cli.run``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+#: How long to wait for a signalled daemon to exit (it does in milliseconds).
+DAEMON_EXIT_WAIT = 1.0
+
+
+def _process_table() -> list[tuple[int, int, str, list[str]]]:
+    """``(pid, parent pid, state, command line)`` of every process, from Linux's ``/proc``
+    (empty elsewhere: there the traceback may still appear, nothing else changes)."""
+    table = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        table.append((int(name), int(fields[1]), fields[0], argv))
+    return table
+
+
+def _daemons(jvm_pid: int, module: str) -> list[int]:
+    """The live children of ``jvm_pid`` running ``python -m module``."""
+    return [pid for pid, ppid, state, argv in _process_table()
+            if ppid == jvm_pid and state != "Z" and "-m" in argv and module in argv]
+
+
+def stop_local_python_daemons(sc) -> list[int]:
+    """SIGTERM to the Python daemons of ``sc``'s executor when it runs in this JVM (a
+    ``local`` master), then wait up to :data:`DAEMON_EXIT_WAIT` seconds for them to exit;
+    returns their process ids.  Call it when the session's work is over: the workers die."""
+    if not sc.master.startswith("local"):
+        return []  # executors elsewhere: their daemons' output goes to their own logs
+    proc = getattr(sc._gateway, "proc", None)  # noqa: SLF001 - the JVM PySpark launched, if it did
+    jvm_pid = proc.pid if proc is not None else os.getppid()  # else spark-submit's JVM started us
+    module = sc.getConf().get("spark.python.daemon.module", "pyspark.daemon")
+    daemons = _daemons(jvm_pid, module)
+    for pid in daemons:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + DAEMON_EXIT_WAIT
+    while daemons and _daemons(jvm_pid, module) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return daemons
