@@ -323,15 +323,37 @@ def test_max_features_can_be_raised(tmp_path, capsys):
 # ----------------------------------------------------------------------------- subprocess
 
 
+# ``python -m sparkrank``'s entry point (cli.run), reporting the Spark session's Python daemons
+# it stopped before the JVM shut down and how many of them are still alive
+_RUN_AND_REPORT_DAEMONS = """
+import sys
+from sparkrank import cli
+from sparkrank.spark import shutdown
+
+stopped = []
+stop = shutdown.stop_local_python_daemons
+shutdown.stop_local_python_daemons = lambda sc: stopped.extend(stop(sc)) or stopped
+try:
+    cli.run(sys.argv[1:])
+finally:
+    alive = [pid for pid, _, state, _ in shutdown._process_table() if pid in stopped and state != "Z"]
+    print("daemons stopped", len(stopped), "alive", len(alive))
+"""
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_subprocess_stderr_is_one_line_without_traceback(tmp_path, engine):
+    """Nothing else reaches stderr: no Python or JVM trace, and on Spark none from the Python
+    workers as the JVM shuts down (``spark/shutdown.py``: the command stops their daemons)."""
     path = _with_line(tmp_path / "bad.txt", 25000, "1 qid:1250 1:abc")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, "-m", "sparkrank", "train", "--engine", engine, "--input", str(path),
-                           "--model", str(tmp_path / "m.json"), "-q"],
+    proc = subprocess.run([sys.executable, "-c", _RUN_AND_REPORT_DAEMONS, "train", "--engine", engine,
+                           "--input", str(path), "--model", str(tmp_path / "m.json"), "-q"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert "at org.apache.spark" not in proc.stderr  # no JVM stack trace either (PySpark's logs of probes)
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("sparkrank train: error: ")]
     assert ours == [f"sparkrank train: error: {path}: malformed value 'abc' of feature 1 on line 25000"]
+    stopped, alive = (int(proc.stdout.split(word)[1].split()[0]) for word in ("stopped", "alive"))
+    assert (stopped >= 1 if engine == "spark" else stopped == 0) and alive == 0, proc.stdout
