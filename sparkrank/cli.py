@@ -528,6 +528,9 @@ def _cmd_evaluate(args) -> int:
     except DataError as exc:  # e.g. data wider than the model: say which model
         raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
     with engine:
+        if engine.summary.n_rows == 0:  # every metric would be NaN: most likely a --where that keeps nothing
+            raise DataError(f"{source.name}: no data rows to evaluate" + (f" (--where {args.where!r})"
+                                                                           if args.where else ""))
         result = evaluate_model(model, engine, **opts)
     _print_convergence(args, model)
     print(json.dumps(result, indent=1))

@@ -30,10 +30,15 @@ from typing import Any
 import numpy as np
 
 from .choices import STANDARDIZATIONS, check_choice
+from .data.block import DataError
 from .engines.base import Engine, FeatureStatistics
 from .engines.scaled import ScaledEngine
 
 
+
+
+#: What to do with a feature too large for float64 arithmetic (its square or spread overflows).
+RESCALE_ADVICE = "rescale or clip it before training (e.g. log1p, or divide it by a power of ten)"
 
 
 def check_kind(kind: str) -> str:
@@ -64,10 +69,18 @@ class Standardization:
             return cls(kind, np.zeros(n), np.ones(n))
         if stats.count == 0:
             raise ValueError("cannot fit a standardization on data without rows")
-        if kind == "minmax":
-            shift, spread = stats.min.copy(), stats.max - stats.min
-        else:
-            shift, spread = stats.mean.copy(), np.sqrt(stats.variance(ddof=1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            if kind == "minmax":
+                shift, spread = stats.min.copy(), stats.max - stats.min
+            else:
+                shift, spread = stats.mean.copy(), np.sqrt(stats.variance(ddof=1))
+        overflowed = np.flatnonzero(~np.isfinite(spread))
+        if overflowed.size:  # finite data whose spread float64 cannot hold: no scale would be right
+            k = int(overflowed[0])
+            top = max(abs(float(stats.min[k])), abs(float(stats.max[k])))
+            what = "range" if kind == "minmax" else "standard deviation"
+            raise DataError(f"cannot standardize ({kind}) feature {k + 1} (weight index {k}): |x| up to {top:.3g} "
+                            f"makes its {what} overflow float64; {RESCALE_ADVICE}")
         scale = np.ones(n)
         ok = np.isfinite(spread) & (spread > 0)
         scale[ok] = 1.0 / spread[ok]

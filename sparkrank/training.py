@@ -18,7 +18,7 @@ from .solvers.registry import solver_spec
 from .solvers.callbacks import EngineProgress, compose
 from .solvers.result import IterationCallback
 from .solvers.safeguards import NonFiniteError, start_point
-from .standardization import standardized_engine
+from .standardization import RESCALE_ADVICE, standardized_engine
 
 log = logging.getLogger("sparkrank")
 
@@ -125,6 +125,7 @@ def train(
         if np.shape(w0) != (summary.n_features,):
             raise ValueError(f"initial weights have shape {np.shape(w0)}, expected ({summary.n_features},)")
         w0 = start_point(w0, summary.n_features)  # non-finite initial weights are an error
+    raw_engine = engine
     engine, standardizer = standardized_engine(engine, standardization)
     objective = make_objective(engine, solver, C, counting, **options)
     # the engine's work (rows, groups, passes on Spark) joins every record before the caller sees it
@@ -136,14 +137,15 @@ def train(
                               callback=callback, **run_options,
                               **({"resume": resume} if resume and spec.resumes else {}))
     except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
-        diagnosis = feature_magnitude_diagnosis(engine, only_extreme=not isinstance(exc, NonFiniteError))
+        diagnosis = feature_magnitude_diagnosis(raw_engine, only_extreme=not isinstance(exc, NonFiniteError),
+                                                standardized=standardizer is not None)
         if not diagnosis:
             raise
         raise DataError(f"{solver} failed: {exc}; {diagnosis}") from exc
     finally:
         objective.close()  # engines shared by several fits (tune, fitMultiple) keep no state
     if result.iterations == 0 and not result.converged:
-        diagnosis = feature_magnitude_diagnosis(engine, only_extreme=True)
+        diagnosis = feature_magnitude_diagnosis(raw_engine, only_extreme=True, standardized=standardizer is not None)
         if diagnosis:
             raise DataError(f"{solver} made no step from its start ({result.message}); {diagnosis}")
     log.info("%s stopped after %d iterations (%s): objective %.6e, %.2fs",
@@ -179,13 +181,18 @@ def train(
 #: Feature magnitudes beyond which products of features and weights leave float64's range.
 OVERFLOW_MAGNITUDE = 1e100
 UNDERFLOW_MAGNITUDE = 1e-100
+#: Beyond this a feature's square (the Hessian's diagonal, a standard deviation) leaves
+#: float64's range: every pass computes it on the raw rows, so no standardization helps.
+SQUARE_OVERFLOW_MAGNITUDE = 1e152
 
 
-def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False) -> str:
+def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False, standardized: bool = False) -> str:
     """Which feature's magnitude explains a non-finite or vanishing objective (one statistics pass).
 
-    E.g. ``"features overflow: feature 4 (weight index 3) has |x| up to 1.2e+150; use
+    E.g. ``"features overflow: feature 4 (weight index 3) has |x| up to 1.2e+120; use
     --standardization or rescale"``.  Features are numbered from 1 as in SVMlight files.
+    ``engine``: the raw rows (the passes' products are taken on them, standardized or not);
+    ``standardized``: the fit already standardized them, so that is not the advice.
     With ``only_extreme``, ``""`` when every magnitude is unremarkable.
     """
     with np.errstate(over="ignore", invalid="ignore"):
@@ -196,7 +203,11 @@ def feature_magnitude_diagnosis(engine: Engine, only_extreme: bool = False) -> s
         return "" if only_extreme else "the data has no features"
     k = int(np.argmax(magnitude))
     top = float(magnitude[k])
-    advice = "use --standardization (standardization='standard' or 'minmax') or rescale the features"
+    advice = "rescale the features" if standardized else \
+        "use --standardization (standardization='standard' or 'minmax') or rescale the features"
+    if top >= SQUARE_OVERFLOW_MAGNITUDE:
+        return (f"features overflow: feature {k + 1} (weight index {k}) has |x| up to {top:.3g}, whose square "
+                f"leaves float64's range, so neither the solvers nor --standardization can use it; {RESCALE_ADVICE}")
     if top >= OVERFLOW_MAGNITUDE:
         return f"features overflow: feature {k + 1} (weight index {k}) has |x| up to {top:.3g}; {advice}"
     if 0 < top <= UNDERFLOW_MAGNITUDE:

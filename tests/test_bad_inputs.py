@@ -267,6 +267,21 @@ def test_a_file_has_one_name_in_messages_however_it_is_given(spark, tmp_path, ca
         assert rc == 2 and _error_line(err) == f"input {bad.as_uri()} does not exist", (engine, err)
 
 
+def test_inputs_without_rows_are_an_error_on_both_engines(spark, tmp_path, capsys):
+    """An empty file, or a --where that keeps no row: no model, no metrics of NaN."""
+    empty = _text(tmp_path / "empty.txt", ["# comments only"])
+    rows = _text(tmp_path / "rows.txt", _lines(40))
+    model = tmp_path / "model.json"
+    assert main(["train", "--engine", "local", "--input", str(rows), "--model", str(model), "-q"]) == 0
+    for engine in ENGINES:
+        rc, err = _train(empty, engine, tmp_path, capsys)
+        assert rc == 2 and _error_line(err) == "no preference pairs: the input has no data rows", (engine, err)
+        capsys.readouterr()
+        rc = main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(rows), "--where", "qid < 0"])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"sparkrank evaluate: error: {rows}: no data rows to evaluate (--where 'qid < 0')" in err
+
+
 def test_svmlight_files_with_one_qid_rule_stack_on_both_engines(spark, tmp_path, capsys):
     lake = tmp_path / "lake"
     lake.mkdir()

@@ -21,7 +21,7 @@ from sparkrank.objectives.base import Objective
 from sparkrank.solvers.ncg import ncg
 from sparkrank.solvers.tron import tron
 from sparkrank.solvers.registry import SOLVERS
-from sparkrank.training import train
+from sparkrank.training import SQUARE_OVERFLOW_MAGNITUDE, train
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,10 @@ def test_extreme_feature_scales_end_with_a_clear_error_or_a_converged_model(data
         model = train(engine, solver=solver)
     except DataError as exc:
         assert re.search(r"features (overflow|underflow)", str(exc)), str(exc)
-        assert "use --standardization" in str(exc)
+        if factor >= SQUARE_OVERFLOW_MAGNITUDE:  # squares beyond float64: standardizing cannot help
+            assert "neither the solvers nor --standardization can use it; rescale or clip it" in str(exc)
+        else:
+            assert "use --standardization" in str(exc)
     else:
         assert model.summary["converged"], model.summary["message"]
         assert np.all(np.isfinite(model.weights))
@@ -56,6 +59,23 @@ def test_overflow_error_names_the_feature(data):
     X[:, 2] = X[:, 2] * 1e300
     with pytest.raises(DataError, match=r"features overflow: feature 3 \(weight index 2\) has \|x\| up to 9\.\d+e\+299"):
         train(dataclasses.replace(data, X=X.tocsr()), solver="tron")
+
+
+def test_standardization_trains_large_features_and_names_those_it_cannot(data):
+    """Up to where a feature's square fits in float64 --standardization removes its scale; beyond,
+    the error says that it cannot (a standard deviation that overflows, squares in every pass),
+    never a silent scale of 1 or the advice to standardize what already was."""
+    plain = train(data, solver="tron", standardization="standard")
+    large = train(scaled(data, 1e120), solver="tron", standardization="standard")
+    assert large.summary["converged"]
+    np.testing.assert_allclose(large.weights, plain.weights, rtol=1e-6, atol=1e-9)  # weights on standardized columns
+    with pytest.raises(DataError, match=r"cannot standardize \(standard\) feature \d+ \(weight index \d+\): "
+                                        r"\|x\| up to \S+e\+(199|200) makes its standard deviation overflow float64; "
+                                        r"rescale or clip it"):
+        train(scaled(data, 1e200), solver="tron", standardization="standard")
+    with pytest.raises(DataError, match=r"whose square leaves float64's range, so neither the solvers nor "
+                                        r"--standardization can use it"):
+        train(scaled(data, 1e200), solver="tron", standardization="minmax")
 
 
 @pytest.mark.parametrize("solver", ["tron", "ncg", "bmrm"])

@@ -79,8 +79,11 @@ class FeatureStatistics:
         nnz = np.bincount(idx, minlength=n_features)[:n_features]
         mean = total / n_rows
         zeros = n_rows - nnz
-        # deviations of the stored values, plus the implicit zeros' (0 - mean)²
-        m2 = np.bincount(idx, weights=(val - mean[idx]) ** 2, minlength=n_features)[:n_features] + zeros * mean**2
+        # deviations of the stored values, plus the implicit zeros' (0 - mean)²; a feature near
+        # the float64 limit overflows to inf here quietly: the overflow check reports it by name
+        with np.errstate(over="ignore", invalid="ignore"):
+            m2 = np.bincount(idx, weights=(val - mean[idx]) ** 2, minlength=n_features)[:n_features] \
+                + zeros * mean**2
         lo = np.full(n_features, np.inf)
         hi = np.full(n_features, -np.inf)
         np.minimum.at(lo, idx, val)
@@ -99,7 +102,8 @@ class FeatureStatistics:
         total, nnz, lo, hi = dense_column_sums(values, np.zeros(0))
         mean = total / n_rows
         zeros = n_rows - nnz
-        m2 = dense_column_sums(values, mean)[0] + zeros * mean**2
+        with np.errstate(over="ignore", invalid="ignore"):  # inf quietly, as from_csr
+            m2 = dense_column_sums(values, mean)[0] + zeros * mean**2
         has_zero = zeros > 0
         lo[has_zero] = np.minimum(lo[has_zero], 0.0)
         hi[has_zero] = np.maximum(hi[has_zero], 0.0)
@@ -124,9 +128,10 @@ class FeatureStatistics:
         n = max(self.n_features, other.n_features)
         a, b = self.padded(n), other.padded(n)
         count = a.count + b.count
-        delta = b.mean - a.mean
-        mean = a.mean + delta * (b.count / count)
-        m2 = a.m2 + b.m2 + delta**2 * (a.count * b.count / count)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf statistics stay inf, quietly (as above)
+            delta = b.mean - a.mean
+            mean = a.mean + delta * (b.count / count)
+            m2 = a.m2 + b.m2 + delta**2 * (a.count * b.count / count)
         return FeatureStatistics(count, mean, m2, np.minimum(a.min, b.min), np.maximum(a.max, b.max))
 
 

@@ -176,6 +176,8 @@ class RegularizedRisk(Objective):
 def require_pairs(engine: Engine) -> int:
     """The number of preference pairs, or a :class:`DataError` when there are none."""
     s = engine.summary
+    if s.n_rows == 0:
+        raise DataError("no preference pairs: the input has no data rows")
     if s.n_pairs == 0:
         raise DataError(
             f"no preference pairs: all {s.n_groups} query group(s) have a single label level, "
