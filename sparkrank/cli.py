@@ -63,8 +63,8 @@ INPUT_HELP = """\
 Paths: local paths, sample:train / sample:test, or Hadoop URIs (file:, hdfs:, s3a:, abfss:,
 gs: …; URIs are only opened through Hadoop's FileSystem).  Files, directories (Hive
 partitions such as day=2026-11-01/ become columns), glob patterns, or several of them.
-Formats: parquet, svmlight (LETOR text; .gz/.bz2), csv/tsv (header row; needs
---feature-cols), delta%s.  Group id: --qid-col names the column(s) of the query/group id
+Formats: parquet, svmlight (LETOR text; .gz/.bz2), csv/tsv (header row; the features are
+--feature-cols, else every column but the label and the group id), delta%s.  Group id: --qid-col names the column(s) of the query/group id
 (default qid).  For Parquet/CSV that column must exist; --qid-col '' ranks all rows as one
 global ranking.  SVMlight files with qid: tokens are grouped by them, files without are
 one ranking.  A named column that does not exist is an error that lists the columns.
@@ -271,10 +271,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = _subparser(sub, "convert", help="convert between SVMlight, CSV and Parquet",
-                   description="SVMlight/LETOR or CSV -> Parquet (indices/values lists), or Parquet -> SVMlight.")
+                   description="Any input format -> Parquet (indices/values lists), SVMlight text, or CSV/TSV "
+                               "(a header row label,qid,f1..fN and dense rows, which read back without "
+                               "--feature-cols); the output's name picks the format.")
     _add_input(p, "source data")
     p.add_argument("--output", required=True,
-                   help="target: *.parquet / *.pq for Parquet (a directory on Spark), anything else for SVMlight")
+                   help="target: *.parquet / *.pq for Parquet (a directory on Spark), *.csv / *.tsv for CSV/TSV "
+                        "(in-process, up to 10,000 features), anything else for SVMlight (in-process)")
     p.add_argument("--partition-by", nargs="+", metavar="COL", default=(),
                    help="Spark, Parquet output: write Hive partitions by these columns")
     _add_output_mode(p, "--output")
@@ -307,10 +310,12 @@ class _Inputs:
         self.spark = _spark(args) if self.kind == "spark" else None
         self.columns = _columns(args, model)
 
-    def source(self, uris=None):
+    def source(self, uris=None, columns=None):
+        """The source of ``uris`` (default ``--input``) with these column roles (default the command
+        line's; a validation input passes its training input's, CSV feature columns included)."""
         from .io.sources import open_source
 
-        return open_source(uris or self.args.input, format=self.args.format, columns=self.columns,
+        return open_source(uris or self.args.input, format=self.args.format, columns=columns or self.columns,
                            where=self.args.where, spark=self.spark)
 
     def engine(self, source, n_features: int | None = None):
@@ -397,7 +402,7 @@ def _cmd_train(args) -> int:
                       counting=args.counting, max_iter=args.max_iter, w0=start.w0,
                       solver_options=solver_options, standardization=args.standardization,
                       callback=start.callback, resume=start.solver_state)
-    _remember_source(model, inputs)
+    _remember_source(model, inputs, source)
     model.save(args.model)
     s = model.summary
     print(f"trained {args.solver} on the {inputs.kind} engine: {s['iterations']} iterations, "
@@ -409,11 +414,12 @@ def _cmd_train(args) -> int:
     return 0
 
 
-def _remember_source(model, inputs: "_Inputs") -> None:
-    """What a later predict/evaluate must not have to repeat (the named feature columns)."""
+def _remember_source(model, inputs: "_Inputs", source) -> None:
+    """What a later predict/evaluate must not have to repeat (the feature columns, named or, for
+    CSV, taken from the header)."""
     model.summary["engine"] = inputs.kind
-    if inputs.columns.feature_cols:
-        model.summary["feature_cols"] = list(inputs.columns.feature_cols)
+    if source.columns.feature_cols:
+        model.summary["feature_cols"] = list(source.columns.feature_cols)
 
 
 def _check_report_dir(directory: str, spark) -> None:
@@ -597,9 +603,11 @@ def _write_local_parquet(path: str, names: list[str], columns: list[list]) -> No
 def _cmd_convert(args) -> int:
     from .io import uri as U
     from .io.outputs import check_output_dir, check_output_file
+    from .io.sources import DELIMITED
 
     out = args.output
-    to_parquet = U.basename(out).lower().endswith((".parquet", ".pq"))
+    suffix = U.basename(out).lower().rsplit(".", 1)[-1]
+    to_parquet = suffix in ("parquet", "pq")
     inputs = _Inputs(args)
     if inputs.kind == "spark" and to_parquet:
         from .io.outputs import write_dataframe
@@ -613,7 +621,7 @@ def _cmd_convert(args) -> int:
         print(f"wrote {', '.join(args.input)} as the Parquet directory {out} (columns {', '.join(df.columns)})")
         return 0
     if inputs.kind == "spark":
-        raise ValueError("Parquet -> SVMlight text is written in-process: use --engine local (or a .parquet output)")
+        raise ValueError("SVMlight and CSV/TSV text is written in-process: use --engine local (or a .parquet output)")
     if args.partition_by:
         raise ValueError("--partition-by needs the Spark engine")
     check_output_file(out)
@@ -622,26 +630,67 @@ def _cmd_convert(args) -> int:
     data = inputs.ranking_data(inputs.source())
     if to_parquet:
         write_parquet(out, data)
+    elif suffix in DELIMITED:
+        _write_text_output(out, lambda tmp: _write_delimited(tmp, data, DELIMITED[suffix]))
     else:
-        _write_svmlight_file(out, data)
+        _write_text_output(out, lambda tmp: _write_svmlight(tmp, data))
     print(f"wrote {data.n_rows} rows ({data.n_features} features, {data.groups.n_groups} groups) to {out}")
     return 0
 
 
-def _write_svmlight_file(out: str, data) -> None:
-    """``data`` as SVMlight text in input order, written atomically to a path or URI."""
+#: The widest data ``convert`` writes as CSV/TSV, whose rows are dense (use Parquet beyond).
+MAX_DELIMITED_FEATURES = 10_000
+
+
+def _input_order(data) -> tuple[np.ndarray, np.ndarray | None]:
+    """The row permutation back to input order, and each row's qid in that order (``None``:
+    one ranking without qids)."""
+    inverse = np.argsort(data.row_order)
+    qid = None if data.qids is None else np.repeat(data.qids, data.groups.group_sizes)[inverse]
+    return inverse, qid
+
+
+def _write_svmlight(path: str, data) -> None:
+    """``data`` as SVMlight text in input order, to the local ``path``."""
+    from .data.svmlight import write_svmlight
+
+    inverse, qid = _input_order(data)
+    write_svmlight(path, data.X[inverse], data.labels[inverse], qid)
+
+
+def _write_delimited(path: str, data, delimiter: str) -> None:
+    """``data`` in input order to the local ``path`` as a header row ``label[,qid],f1..fN`` and
+    dense rows (numbers at full precision: read back, they are the same doubles); a CSV input
+    without ``--feature-cols`` reads every column but the label and qid as its features."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    if data.n_features > MAX_DELIMITED_FEATURES:
+        raise ValueError(f"CSV/TSV rows are dense: {data.n_features} features is more than "
+                         f"{MAX_DELIMITED_FEATURES}; write Parquet (.parquet) or SVMlight instead")
+    inverse, qid = _input_order(data)
+    X = data.X[inverse]
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    columns = {"label": pa.array(data.labels[inverse])}
+    if qid is not None:
+        columns["qid"] = pa.array(qid)
+    for j in range(data.n_features):
+        columns[f"f{j + 1}"] = pa.array(X[:, j].astype(np.float64))
+    pcsv.write_csv(pa.table(columns), path, write_options=pcsv.WriteOptions(delimiter=delimiter,
+                                                                             quoting_style="needed"))
+
+
+def _write_text_output(out: str, write_local) -> None:
+    """Write a file with ``write_local(local_path)`` and move it, atomically, to a path or URI."""
     import os
     import tempfile
 
-    from .data.svmlight import write_svmlight
     from .io.fs import LOCAL, filesystem
 
-    inverse = np.argsort(data.row_order)
-    qid = None if data.qids is None else np.repeat(data.qids, data.groups.group_sizes)[inverse]
-    fd, tmp = tempfile.mkstemp(suffix=".svmlight.tmp")
+    fd, tmp = tempfile.mkstemp(suffix=".sparkrank.tmp")
     os.close(fd)
     try:
-        write_svmlight(tmp, data.X[inverse], data.labels[inverse], qid)
+        write_local(tmp)
         filesystem(out).write_bytes(out, LOCAL.read_bytes(tmp))
     finally:
         os.remove(tmp)
@@ -737,7 +786,7 @@ def _cmd_tune(args) -> int:
                 discount=args.ndcg_discount, zero_idcg=args.zero_idcg, solver_options=solver_options,
                 checkpoint_dir=args.checkpoint_dir, checkpoint_interval=args.checkpoint_interval, resume=args.resume)
     train_source = inputs.source()
-    valid_source = inputs.source([args.valid]) if args.valid else None
+    valid_source = inputs.source([args.valid], train_source.columns) if args.valid else None
     train_data = valid_data = None
     if inputs.kind == "local":
         train_data = inputs.ranking_data(train_source)
@@ -755,7 +804,7 @@ def _cmd_tune(args) -> int:
         result = tune(spark_source(train_source), valid=spark_source(valid_source) if valid_source else None,
                       **opts)
     if result.model is not None:
-        _remember_source(result.model, inputs)
+        _remember_source(result.model, inputs, train_source)
     print(result.table())
     best = result.best_row
     how = f"{result.folds}-fold" if result.mode == "kfold" else "validation"

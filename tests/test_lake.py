@@ -225,6 +225,33 @@ def test_csv_with_named_columns_on_both_engines(spark, tmp_path, capsys):
         assert main(["train", "--engine", engine, "--input", str(path), "--feature-cols", "f1", "f2", "f3",
                      "--model", str(out), "-q"]) == 0
         np.testing.assert_allclose(_weights(out), _weights(reference), rtol=1e-9, atol=1e-12)
-    capsys.readouterr()
-    assert main(["train", "--engine", "local", "--input", str(path), "--model", str(tmp_path / "x.json")]) == 2
-    assert "no feature column" in capsys.readouterr().err
+    # without --feature-cols: every column but the label and the qid, remembered by the model
+    for engine in ("local", "spark"):
+        out = tmp_path / f"{engine}-default.json"
+        assert main(["train", "--engine", engine, "--input", str(path), "--model", str(out), "-q"]) == 0
+        np.testing.assert_array_equal(_weights(out), _weights(tmp_path / f"{engine}.json"))
+        assert json.loads(out.read_text())["summary"]["feature_cols"] == ["f1", "f2", "f3"]
+    # a column that is not a number is named, before any Spark job fails on its cast
+    mixed = tmp_path / "mixed.csv"
+    mixed.write_text("label,qid,doc,f1\n1,1,a,0.5\n0,1,b,0.2\n")
+    for engine in ("local", "spark"):
+        capsys.readouterr()
+        assert main(["train", "--engine", engine, "--input", str(mixed), "--model", str(tmp_path / "x.json")]) == 2
+        assert f"sparkrank train: error: {mixed}: feature column 'doc' is not numeric (string)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", ["csv", "tsv"])
+def test_convert_to_csv_and_back_trains_the_same_model(spark, tmp_path, suffix):
+    """convert writes CSV/TSV (header label,qid,f1..fN; dense rows at full precision) that trains,
+    on both engines and without --feature-cols, to the model of the SVMlight it came from."""
+    text = tmp_path / f"rows.{suffix}"
+    assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(text), "-q"]) == 0
+    assert text.read_text().splitlines()[0].replace('"', "").split("\t" if suffix == "tsv" else ",")[:4] == \
+        ["label", "qid", "f1", "f2"]
+    reference = tmp_path / "ref.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(reference), "-q"]) == 0
+    for engine in ("local", "spark"):
+        out = tmp_path / f"{engine}.json"
+        assert main(["train", "--engine", engine, "--input", str(text), "--model", str(out), "-q"]) == 0
+        np.testing.assert_array_equal(_weights(out), _weights(reference), err_msg=engine)
+    assert main(["convert", "--engine", "spark", "--input", "sample:train", "--output", str(tmp_path / "x.csv")]) == 2

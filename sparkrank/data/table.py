@@ -65,13 +65,14 @@ def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.nda
     dense = np.empty((table.num_rows, len(names)), dtype=dtype)
     for j, name in enumerate(names):
         col = table.column(name)
+        t = col.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                or pa.types.is_boolean(t) or pa.types.is_null(t)):  # the types Spark casts (spark's prepare_frame)
+            raise DataError(f"{where}feature column {name!r} is not numeric ({t})")
         if col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise DataError(f"{where}feature column {name!r} is null in row {row}")
-        try:
-            dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
-        except (TypeError, ValueError):
-            raise DataError(f"{where}feature column {name!r} is not numeric ({col.type})") from None
+        dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = np.argwhere(~np.isfinite(dense))
     if bad.size:
         r, c = int(bad[0, 0]), int(bad[0, 1])

@@ -260,6 +260,12 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
             check = replace(columns, group=())
     check.check(names, where)
     if columns.feature_cols:
+        from pyspark.sql.types import BooleanType, NumericType
+
+        types = {f.name: f.dataType for f in df.schema.fields}
+        for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
+            if not isinstance(types[name], (NumericType, BooleanType)):
+                raise DataError(f"{where}feature column {name!r} is not numeric ({types[name].simpleString()})")
         df = df.withColumn(FEATURES_FROM_COLUMNS,
                            F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]))
     if len(check.group) > 1:
@@ -394,7 +400,34 @@ def open_source(
         kinds = ", ".join(f"{fmt} ({entry.path})" for fmt, entry in found.items())
         raise DataError(f"inputs {', '.join(uris)} are of different formats: {kinds}; give one format per command")
     fmt = format if format != "auto" else next(iter(found))
+    if fmt in DELIMITED and not columns.feature_cols and files:
+        columns = _default_feature_cols(_fs_for(uris[0], spark), files[0].path, fmt, columns)
     return Source(uris, fmt, columns, where or None, tuple(files))
+
+
+#: Text formats with a header row of column names, and their delimiters.
+DELIMITED = {"csv": ",", "tsv": "\t"}
+#: The most of a file's first bytes read for its header row.
+HEADER_BYTES = 1 << 20
+
+
+def _default_feature_cols(fs: FileSystem, path: str, fmt: str, columns: ColumnSpec) -> ColumnSpec:
+    """CSV/TSV without ``feature_cols``: every column of the first file's header row other than
+    the label and the group columns, in header order (Hive partition columns come from the
+    directory names, not the header, so they are never features).  Decided here, once, so both
+    engines read the same columns and a model trained on them remembers them."""
+    import csv
+    import io
+
+    head = fs.read_bytes(path, HEADER_BYTES)
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    try:
+        names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
+    except UnicodeDecodeError:
+        return columns  # not text (compressed?): the column check names what is missing
+    roles = {columns.label, *columns.group}
+    features = tuple(n for n in names if n not in roles)
+    return replace(columns, feature_cols=features) if features else columns
 
 
 def _fs_for(uri: str, spark) -> FileSystem:

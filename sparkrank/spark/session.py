@@ -136,6 +136,8 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         # on TCP the worker's first read of a task's input waits out a 40 ms delayed ACK,
         # which was 40% of a small pass (Spark >= 4.0; older versions ignore the key)
         "spark.python.unix.domain.socket.enabled": "true",
+        # a CSV of 136 feature columns made Spark WARN that it truncated a plan's text, every run
+        "spark.sql.debug.maxToStringFields": "10000",
     }
     defaults["spark.log.level"] = log_level.upper()
     if log_level.upper() in QUIET_LEVELS:
