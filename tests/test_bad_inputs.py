@@ -196,6 +196,23 @@ def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, ca
         assert messages["spark"] == messages["local"]
 
 
+@pytest.mark.parametrize("value, detail", [(None, "is null"), (float("nan"), "is nan"), (float("-inf"), "is -inf")])
+def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tmp_path, capsys, value, detail):
+    """--feature-cols: a bad value names its column by name (Spark assembles the columns into an
+    array and keeps their names in its metadata), its file and its row, the same on both engines."""
+    f1 = [0.1 * i for i in range(12)]
+    f1[7] = value
+    path = tmp_path / "named.parquet"
+    pq.write_table(pa.table({"label": [float(i % 3) for i in range(12)], "qid": [1 + i // 4 for i in range(12)],
+                             "f1": pa.array(f1, pa.float64()), "f2": [1.0] * 12}), path)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--feature-cols", "f2", "f1", "--partitions", "2")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"] == f"{path}: row 7: feature column 'f1' {detail}"
+
+
 def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
     """Several files, a bad row in the second, and a --where that drops rows before it: both
     engines count the row in its own file, before the filter (Spark's _metadata.row_index)."""

@@ -14,6 +14,7 @@ blocks (``mapInArrow`` hands them Arrow record batches).  Feature layouts:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,10 @@ import scipy.sparse as sp
 from .block import DataError, check_max_features, max_features_limit, max_features_message
 
 
+#: The metadata key of a Spark array column assembled from named columns: their names.
+FEATURE_NAMES_KEY = "sparkrank.feature_names"
+
+
 @dataclass(frozen=True)
 class FeatureSpec:
     """Where the features are in a table: a vector/array column, or an indices+values pair."""
@@ -30,6 +35,13 @@ class FeatureSpec:
     features_col: str | None = "features"
     indices_col: str | None = None
     values_col: str | None = None
+    #: The names of an array's elements when it was assembled from named columns
+    #: (``--feature-cols``), for messages: ``feature column 'f1' is nan``, not ``feature column 0``.
+    names: tuple[str, ...] = ()
+
+    def column_label(self, j: int) -> str:
+        """How messages name feature column ``j``: its name, or its 0-based index."""
+        return repr(self.names[j]) if j < len(self.names) else str(j)
 
     @property
     def columns(self) -> list[str]:
@@ -37,9 +49,10 @@ class FeatureSpec:
         return [c for c in (self.features_col, self.indices_col, self.values_col) if c]
 
     @classmethod
-    def detect(cls, names: list[str], features_col: str = "features") -> "FeatureSpec":
+    def detect(cls, names: list[str], features_col: str = "features",
+               element_names: Sequence[str] = ()) -> "FeatureSpec":
         if features_col in names:
-            return cls(features_col=features_col)
+            return cls(features_col=features_col, names=tuple(element_names))
         if "indices" in names and "values" in names:
             return cls(features_col=None, indices_col="indices", values_col="values")
         raise DataError(
@@ -131,10 +144,10 @@ def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
 
 
 def dense_lists(col, n_features: int | None, dtype, where: str = "",
-                max_features: int | None = None, pad: bool = True) -> np.ndarray:
+                max_features: int | None = None, pad: bool = True, spec: FeatureSpec = FeatureSpec()) -> np.ndarray:
     """Checked dense rows ``(m, max(width, n_features))`` (``pad=False``: ``(m, width)``) from
     a dense list<float|double> column (every row the same length); one copy only when the
-    type or the width changes."""
+    type or the width changes.  ``spec`` names the columns in messages."""
     arr = _combine(col)
     if arr.null_count:
         row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
@@ -143,23 +156,28 @@ def dense_lists(col, n_features: int | None, dtype, where: str = "",
     _same_width(lengths, "feature arrays differ in length", where)
     width = int(lengths[0]) if lengths.size else 0
     check_max_features(max(width, n_features or 0), max_features, f"{where}a feature array of length {width}")
-    dense = arr.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
-    _check_dense_finite(dense, where)
+    flat = arr.flatten()
+    if flat.null_count:  # a null element (a null in a named column): not a number, say so
+        k = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
+        raise RowError(where, k // width, f"feature column {spec.column_label(k % width)} is null")
+    dense = flat.to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
+    _check_dense_finite(dense, where, spec)
     if pad and n_features is not None and n_features > width:
         dense = np.pad(dense, ((0, 0), (0, n_features - width)))
     return dense
 
 
-def _check_dense_finite(dense: np.ndarray, where: str) -> None:
+def _check_dense_finite(dense: np.ndarray, where: str, spec: FeatureSpec = FeatureSpec()) -> None:
     if not np.isfinite(dense).all():
         bad = np.argwhere(~np.isfinite(dense))
-        raise RowError(where, int(bad[0, 0]), f"feature column {int(bad[0, 1])} is {float(dense[bad[0, 0], bad[0, 1]])!r}")
+        r, j = int(bad[0, 0]), int(bad[0, 1])
+        raise RowError(where, r, f"feature column {spec.column_label(j)} is {float(dense[r, j])!r}")
 
 
 def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
-                       max_features: int | None = None) -> sp.csr_matrix:
+                       max_features: int | None = None, spec: FeatureSpec = FeatureSpec()) -> sp.csr_matrix:
     """CSR from a dense list<float|double> column (every row the same length)."""
-    dense = dense_lists(col, n_features, dtype, where, max_features, pad=False)
+    dense = dense_lists(col, n_features, dtype, where, max_features, pad=False, spec=spec)
     return dense_to_csr(dense, max(dense.shape[1], n_features or 0))
 
 
@@ -204,8 +222,8 @@ def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features
         return vectors_to_csr(col, n_features, dtype, where, max_features)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
         if layout == "sparse":
-            return dense_lists_to_csr(col, n_features, dtype, where, max_features)
-        return dense_lists(col, n_features, dtype, where, max_features)
+            return dense_lists_to_csr(col, n_features, dtype, where, max_features, spec)
+        return dense_lists(col, n_features, dtype, where, max_features, spec=spec)
     raise DataError(f"{where}feature column {spec.features_col!r} has unsupported type {typ}")
 
 

@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
-from .arrow import FeatureSpec, label_array, table_to_csr
+from .arrow import FeatureSpec, RowError, label_array, table_to_csr
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
 log = logging.getLogger("sparkrank")
@@ -61,7 +61,10 @@ def ranking_data_from_table(
 
 
 def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.ndarray:
-    """Dense features from named numeric columns (nulls and non-finite values are errors)."""
+    """Dense features from named numeric columns; a null or non-finite value is a
+    :class:`RowError` worded as Spark words it for the same columns assembled into an array
+    (``feature column 'f1' is null``, :func:`~sparkrank.data.arrow.dense_lists`)."""
+    spec = FeatureSpec(names=tuple(names))
     dense = np.empty((table.num_rows, len(names)), dtype=dtype)
     for j, name in enumerate(names):
         col = table.column(name)
@@ -71,12 +74,12 @@ def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.nda
             raise DataError(f"{where}feature column {name!r} is not numeric ({t})")
         if col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise DataError(f"{where}feature column {name!r} is null in row {row}")
+            raise RowError(where, row, f"feature column {spec.column_label(j)} is null")
         dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = np.argwhere(~np.isfinite(dense))
     if bad.size:
         r, c = int(bad[0, 0]), int(bad[0, 1])
-        raise DataError(f"{where}feature column {names[c]!r} of row {r} is {float(dense[r, c])!r}")
+        raise RowError(where, r, f"feature column {spec.column_label(c)} is {float(dense[r, c])!r}")
     return dense
 
 

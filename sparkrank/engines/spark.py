@@ -40,13 +40,13 @@ from typing import Literal
 import numpy as np
 
 from ..choices import PLACEMENTS
-from ..data.arrow import FeatureSpec
 from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
 from ..kernels.base import ScoreKernel
 from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
 from ..spark import blocks
 from ..spark.errors import ClusterError
+from ..spark.io import feature_spec
 from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, locate_row_error, select_with_file_rows
 from ..spark.progress import job_progress
 from . import tiles
@@ -196,7 +196,7 @@ class SparkEngine(Engine):
         if qid_col is not None and qid_col not in names:
             qid_col = None
         self.label_col, self.qid_col = label_col, qid_col
-        self.spec = FeatureSpec.detect(names, features_col)
+        self.spec = feature_spec(df, features_col)
         if placement == "auto":
             placement = "executor" if qid_col else "driver"
         if placement not in PLACEMENTS:

@@ -31,6 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..data.arrow import FEATURE_NAMES_KEY
 from ..data.block import DataError, RankingData
 from . import uri as U
 from .formats import FORMATS, decompressed, format_by_magic, format_by_suffix, get_format
@@ -266,8 +267,11 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
         for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
             if not isinstance(types[name], (NumericType, BooleanType)):
                 raise DataError(f"{where}feature column {name!r} is not numeric ({types[name].simpleString()})")
+        # the names ride in the column's metadata (as Spark ML's VectorAssembler keeps its
+        # attributes there), so a bad value's message names its column (spark.io.feature_spec)
         df = df.withColumn(FEATURES_FROM_COLUMNS,
-                           F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]))
+                           F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]).alias(
+                               FEATURES_FROM_COLUMNS, metadata={FEATURE_NAMES_KEY: list(columns.feature_cols)}))
     if len(check.group) > 1:
         df = df.withColumn(check.group_name, group_expression(check.group))
     return df

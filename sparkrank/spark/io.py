@@ -24,6 +24,16 @@ class Columns:
     features: str = "features"
 
 
+def feature_spec(df, features_col: str):
+    """Where ``df``'s features are (:meth:`FeatureSpec.detect`), with the names of the columns an
+    assembled array came from (``--feature-cols``; its column metadata) for messages."""
+    from ..data.arrow import FEATURE_NAMES_KEY, FeatureSpec
+
+    fields = {f.name: f for f in df.schema.fields}
+    names = fields[features_col].metadata.get(FEATURE_NAMES_KEY, ()) if features_col in fields else ()
+    return FeatureSpec.detect(df.columns, features_col, names)
+
+
 def read_svmlight_dataframe(spark, path, qid_type: str | None = None):
     """SVMlight/LETOR text parsed on the executors: see :mod:`sparkrank.spark.svmlight`.
 

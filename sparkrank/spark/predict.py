@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..conventions import PREDICTION_COL
-from ..data.arrow import FeatureSpec, table_to_csr
+from ..data.arrow import table_to_csr
 from ..numerics.linalg import csr_dot
 from ..model import check_model_width
+from .io import feature_spec
 from .worker import worker_task
 
 
@@ -17,7 +18,7 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
     ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame."""
     from pyspark.sql.types import DoubleType, StructField, StructType
 
-    spec = FeatureSpec.detect(df.columns, features_col)
+    spec = feature_spec(df, features_col)
     feature_cols = spec.columns
     keep = list(df.columns) if keep_features else [c for c in df.columns if c not in feature_cols]
     if score_col in keep:
