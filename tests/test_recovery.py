@@ -91,8 +91,14 @@ def test_stale_applications_are_swept(tmp_path):
     dead_pid = int(dead.stdout)
     here = socket.gethostname()
     root = blocks.blocks_root(str(tmp_path))
+    old = blocks.STALE_AFTER_SECONDS + 60
+    started = blocks._process_start(os.getpid())
+    assert started  # Linux: the start time tells a live driver from a recycled PID
     for app, owner, age in (("app-dead", f"{here} {dead_pid}", 0), ("app-live", f"{here} {os.getpid()}", 0),
-                            ("app-old-elsewhere", "otherhost 1", blocks.STALE_AFTER_SECONDS + 60),
+                            # a live driver here is never swept, however long its blocks sat idle
+                            ("app-live-idle", f"{here} {os.getpid()} {started}", old),
+                            ("app-recycled-pid", f"{here} {os.getpid()} {int(started) - 1}", 0),
+                            ("app-old-elsewhere", "otherhost 1", old),
                             ("app-new-elsewhere", "otherhost 1", 0)):
         d = os.path.join(root, app, "store", "part-00000")
         os.makedirs(d)
@@ -103,8 +109,15 @@ def test_stale_applications_are_swept(tmp_path):
             t = os.stat(os.path.join(root, app)).st_mtime - age
             os.utime(os.path.join(root, app), (t, t))
     removed = blocks.sweep_stale_applications("app-current", str(tmp_path))
-    assert sorted(os.path.basename(p) for p in removed) == ["app-dead", "app-old-elsewhere"]
-    assert sorted(os.listdir(root)) == ["app-live", "app-new-elsewhere"]
+    assert sorted(os.path.basename(p) for p in removed) == ["app-dead", "app-old-elsewhere", "app-recycled-pid"]
+    assert sorted(os.listdir(root)) == ["app-live", "app-live-idle", "app-new-elsewhere"]
+    # an executor using the blocks of a driver elsewhere keeps their directory fresh
+    part = os.path.join(root, "app-new-elsewhere", "store", "part-00000")
+    t = os.stat(os.path.dirname(os.path.dirname(part))).st_mtime - old
+    os.utime(os.path.join(root, "app-new-elsewhere"), (t, t))
+    blocks._TOUCHED.clear()
+    blocks._heartbeat(part)
+    assert not blocks.is_stale(os.path.join(root, "app-new-elsewhere"))
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])

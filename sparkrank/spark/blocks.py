@@ -103,10 +103,23 @@ class Owner:
     app_id: str
     host: str
     pid: int
+    started: str = ""  # the driver process's start time (Linux), which a recycled PID does not share
 
     @classmethod
     def of_this_driver(cls, app_id: str) -> "Owner":
-        return cls(app_id, socket.gethostname(), os.getpid())
+        return cls(app_id, socket.gethostname(), os.getpid(), _process_start(os.getpid()))
+
+
+def _process_start(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s 22nd field),
+    or ``""`` where that is unknown (no ``/proc``, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2:].split()  # from the state, the 3rd field, on
+    return fields[19] if len(fields) > 19 else ""
 
 
 def blocks_root(local_dir: str | None = None) -> str:
@@ -136,7 +149,7 @@ def app_dir(owner: Owner, local_dir: str | None = None) -> str:
         os.makedirs(path, exist_ok=True)
         tmp = f"{marker}.{os.getpid()}"
         with open(tmp, "w") as f:
-            f.write(f"{owner.host} {owner.pid}\n")
+            f.write(f"{owner.host} {owner.pid} {owner.started}".rstrip() + "\n")
         os.replace(tmp, marker)
     return path
 
@@ -152,8 +165,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def is_stale(path: str, now: float | None = None) -> bool:
-    """Whether an application's block directory can go: its driver (on this host) is dead,
-    or it has not changed for :data:`STALE_AFTER_SECONDS`."""
+    """Whether an application's block directory can go.
+
+    Its driver ran on this host: when that process is gone (or its PID now names a process
+    that started at another time), and never while it lives, however long it has been idle.
+    Elsewhere: when the directory has not changed for :data:`STALE_AFTER_SECONDS` (the
+    executors touch it as they use the blocks, :func:`open_block`)."""
     now = time.time() if now is None else now
     try:
         age = now - os.stat(path).st_mtime
@@ -161,12 +178,15 @@ def is_stale(path: str, now: float | None = None) -> bool:
         return False
     try:
         with open(os.path.join(path, _OWNER_FILE)) as f:
-            host, pid = f.read().split()
+            host, pid, *started = f.read().split()
         pid = int(pid)
     except (OSError, ValueError):
         return age > STALE_AFTER_SECONDS
-    if host == socket.gethostname() and not _pid_alive(pid):
-        return True
+    if host == socket.gethostname():
+        if not _pid_alive(pid):
+            return True
+        now_started = _process_start(pid)
+        return bool(started and now_started and started[0] != now_started)  # a recycled PID
     return age > STALE_AFTER_SECONDS
 
 
@@ -337,8 +357,28 @@ def _write_block(path: str, data: RankingData) -> dict:
 _OPEN: dict[str, Block] = {}
 
 
+#: How often a Python worker touches the application directory of the blocks it uses.
+HEARTBEAT_SECONDS = 600.0
+_TOUCHED: dict[str, float] = {}
+
+
+def _heartbeat(block_path: str) -> None:
+    """Mark the application's block directory (two levels up: ``<app>/<store>/<part>``) as in
+    use, at most every :data:`HEARTBEAT_SECONDS`: another application's sweep on this host
+    judges a driver elsewhere by that time (:func:`is_stale`)."""
+    app = os.path.dirname(os.path.dirname(block_path))
+    now = time.monotonic()
+    if now - _TOUCHED.get(app, -HEARTBEAT_SECONDS) >= HEARTBEAT_SECONDS:
+        _TOUCHED[app] = now
+        try:
+            os.utime(app)
+        except OSError:
+            pass
+
+
 def open_block(path: str, width: int) -> Block:
     """Memory-map a block (cached per Python worker)."""
+    _heartbeat(path)
     block = _OPEN.get(path)
     if block is not None:
         return block
