@@ -513,6 +513,15 @@ def _spark_scores(args, inputs: "_Inputs", model):
     return scored
 
 
+def _strict_json(metrics: dict) -> str:
+    """``metrics`` as standard JSON: an undefined metric (NaN: no query with a pair, or with a
+    positive) is ``null``, which every JSON parser reads (Python's ``NaN`` token is not JSON)."""
+    def finite(v):
+        return None if isinstance(v, float) and not np.isfinite(v) else v
+
+    return json.dumps({k: finite(v) for k, v in metrics.items()}, indent=1, allow_nan=False)
+
+
 def _cmd_evaluate(args) -> int:
     from .evaluation.evaluate import evaluate_model
     from .io.fs import filesystem
@@ -539,9 +548,10 @@ def _cmd_evaluate(args) -> int:
                                                                            if args.where else ""))
         result = evaluate_model(model, engine, **opts)
     _print_convergence(args, model)
-    print(json.dumps(result, indent=1))
+    text = _strict_json(result)
+    print(text)
     if args.output_json:
-        filesystem(args.output_json, inputs.spark).write_text(args.output_json, json.dumps(result, indent=1))
+        filesystem(args.output_json, inputs.spark).write_text(args.output_json, text)
     if args.per_query:
         _write_per_query(args, inputs, source, model, opts, per_query_csv)
     return 0

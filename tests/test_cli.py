@@ -34,6 +34,22 @@ def test_train_evaluate_predict_convert_roundtrip(tmp_path, capsys):
     np.testing.assert_allclose(RankingModel.load(m2).weights, RankingModel.load(model_path).weights, rtol=1e-12)
 
 
+def test_evaluate_prints_standard_json_with_null_for_undefined_metrics(tmp_path, capsys):
+    """No query with two label levels: pair metrics are undefined, printed as null (NaN is not JSON)."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(model), "-q"]) == 0
+    flat = tmp_path / "flat.txt"
+    flat.write_text("1 qid:1 1:1\n1 qid:1 1:2\n2 qid:2 1:1\n2 qid:2 1:3\n")
+    capsys.readouterr()
+    assert main(["evaluate", "--engine", "local", "--model", str(model), "--input", str(flat), "-q"]) == 0
+
+    def reject(token):
+        raise AssertionError(f"{token} is not JSON")
+
+    result = json.loads(capsys.readouterr().out, parse_constant=reject)
+    assert result["pairwise_accuracy"] is None and result["auc"] is None and result["ndcg@1"] == 1.0
+
+
 def test_bmrm_with_lambda_and_warm_start(tmp_path):
     m = tmp_path / "b.json"
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(m), "--solver", "bmrm",
