@@ -47,16 +47,23 @@ def test_deferred_probe_skips_scipy_linalg_and_np_dot_still_compiles():
     assert done.stdout.strip() == "ok"
 
 
-def test_console_script_never_imports_scipy_linalg(tmp_path):
+def test_console_script_imports_neither_scipy_linalg_nor_pyarrow_for_svmlight(tmp_path):
+    """The local engine on SVMlight text needs neither BLAS nor Arrow or scipy's sparse matrices:
+    importing them costs ~31 MB, a tenth of the float32 fit's peak (issue 12: half of LIBLINEAR's)."""
     model = tmp_path / "model.json"
+    rng = np.random.default_rng(0)
+    letor = tmp_path / "letor.txt"  # every feature on every line, as LETOR text: read as dense rows
+    letor.write_text("".join(f"{rng.integers(0, 3)} qid:{i // 20 + 1} "
+                             + " ".join(f"{j + 1}:{rng.random():.4f}" for j in range(10)) + "\n" for i in range(200)))
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "sparkrank", "train", "--engine", "local",
-                           "--input", "sample:train", "--model", str(model), "-q"],
+                           "--input", str(letor), "--model", str(model), "-q"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert model.exists()
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "numba.np.arraymath" in imported  # the kernels ran
     assert "scipy.linalg" not in imported
+    assert not {"pyarrow", "scipy.sparse"} & imported, sorted({"pyarrow", "scipy.sparse"} & imported)
 
 
 def test_freed_heap_memory_goes_back_to_the_system_after_loading(monkeypatch, tmp_path):

@@ -31,7 +31,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.arrow import FEATURE_NAMES_KEY
 from ..data.block import DataError, RankingData
 from . import uri as U
 from .formats import FORMATS, decompressed, format_by_magic, format_by_suffix, get_format
@@ -262,6 +261,8 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     check.check(names, where)
     if columns.feature_cols:
         from pyspark.sql.types import BooleanType, NumericType
+
+        from ..data.arrow import FEATURE_NAMES_KEY  # here: the in-process path never needs pyarrow's import
 
         types = {f.name: f.dataType for f in df.schema.fields}
         for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
