@@ -898,20 +898,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _end_local_spark() -> None:
-    """If this command ran an embedded Spark session, end its Python workers before the JVM
-    shuts down, so none prints a traceback after the command (:mod:`sparkrank.spark.shutdown`)."""
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
-
-    sc = SparkContext._active_spark_context
-    if sc is not None:
-        from .spark.shutdown import stop_local_python_daemons
-
-        stop_local_python_daemons(sc)
-
-
 def run(argv: list[str] | None = None) -> None:
     """The ``sparkrank`` console script (and the ``jobs/`` scripts): :func:`main` on ``argv``
     (default ``sys.argv[1:]``), then exit with its status."""
@@ -923,7 +909,6 @@ def run(argv: list[str] | None = None) -> None:
     # TRON on 300k x 136: median 4.66 -> 4.50 s over 6 alternating runs).
     gc.freeze()
     status = main(argv)
-    _end_local_spark()
     # The process ends here: freeze what the run made too, so the interpreter's shutdown does
     # not run the cyclic collector over it (0.15 s of every run); memory goes back to the OS
     # at exit anyway.

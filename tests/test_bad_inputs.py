@@ -355,9 +355,10 @@ def test_max_features_can_be_raised(tmp_path, capsys):
 # ----------------------------------------------------------------------------- subprocess
 
 
-# ``python -m sparkrank``'s entry point (cli.run), reporting the Spark session's Python daemons
-# it stopped before the JVM shut down and how many of them are still alive
+# ``python -m sparkrank``'s entry point (cli.run), reporting, after sparkrank's own exit hook, the
+# Spark session's Python daemons it stopped before the JVM shut down and how many still live
 _RUN_AND_REPORT_DAEMONS = """
+import atexit
 import sys
 from sparkrank import cli
 from sparkrank.spark import shutdown
@@ -365,11 +366,15 @@ from sparkrank.spark import shutdown
 stopped = []
 stop = shutdown.stop_local_python_daemons
 shutdown.stop_local_python_daemons = lambda sc: stopped.extend(stop(sc)) or stopped
-try:
-    cli.run(sys.argv[1:])
-finally:
+
+
+def report():  # registered first, so it runs after the hook the session registers
     alive = [pid for pid, _, state, _ in shutdown._process_table() if pid in stopped and state != "Z"]
-    print("daemons stopped", len(stopped), "alive", len(alive))
+    print("daemons stopped", len(stopped), "alive", len(alive), flush=True)
+
+
+atexit.register(report)
+cli.run(sys.argv[1:])
 """
 
 

@@ -151,6 +151,10 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = builder.getOrCreate()
+    if is_local:  # its Python workers end quietly with this process (spark/shutdown.py)
+        from .shutdown import stop_at_exit
+
+        stop_at_exit(spark.sparkContext)
     spark.sparkContext.setLogLevel(log_level.upper())
     # Spark's own INFO lines are off by default: say which application this is (executor logs,
     # the master's UI and block directories are named after it)

@@ -11,15 +11,18 @@ When the command ends, the JVM shuts down, and PySpark 4's reused workers can pr
 
 The daemon's SIGHUP would have ended these workers silently, but it often arrives too late.
 About a third of ``sparkrank train --engine spark`` runs on SVMlight input ended with such a
-traceback, printed after the shell prompt had come back.
+traceback, printed after the shell prompt had come back; scripts, benchmarks and notebooks
+using the engines did the same.
 
 :func:`stop_local_python_daemons` sends each of the session's Python daemons SIGTERM before
 the JVM goes down. The daemon's own handler then sends its workers SIGHUP, which is how Spark
-means to end them. The command line calls it as it exits (``cli.run``).
+means to end them. :func:`stop_at_exit` has it run as the interpreter exits, for every local
+session :func:`sparkrank.spark.session.get_session` starts.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import time
@@ -76,3 +79,14 @@ def stop_local_python_daemons(sc) -> list[int]:
     while daemons and _daemons(jvm_pid, module) and time.monotonic() < deadline:
         time.sleep(0.01)
     return daemons
+
+
+def stop_at_exit(sc) -> None:
+    """Run :func:`stop_local_python_daemons` on ``sc`` as the interpreter exits (``atexit``: after
+    the program, before the JVM, which goes down once this process has ended)."""
+    atexit.register(_stop_at_exit, sc)
+
+
+def _stop_at_exit(sc) -> None:
+    if getattr(sc, "_jsc", None) is not None:  # not stopped by the program already
+        stop_local_python_daemons(sc)
