@@ -432,7 +432,12 @@ def _default_feature_cols(fs: FileSystem, path: str, fmt: str, columns: ColumnSp
         return columns  # not text (compressed?): the column check names what is missing
     roles = {columns.label, *columns.group}
     features = tuple(n for n in names if n not in roles)
-    return replace(columns, feature_cols=features) if features else columns
+    if not features:
+        return columns
+    shown = ", ".join(features[:8]) + (f", … ({len(features)} columns)" if len(features) > 8 else "")
+    log.info("%s: the features are every column but the label and the group id: %s (--feature-cols chooses)",
+             U.display_name(path), shown)
+    return replace(columns, feature_cols=features)
 
 
 def _fs_for(uri: str, spark) -> FileSystem:
