@@ -213,6 +213,21 @@ def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tm
     assert messages["local"] == messages["spark"] == f"{path}: row 7: feature column 'f1' {detail}"
 
 
+def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsys):
+    """A CSV scan has no row index on Spark: the engine reads the bad group's rows in-process
+    (Source.locate_row), rows counted in the file before --where, as the local engine counts."""
+    lines = ["label,qid,f1,f2"] + [f"{i % 3},{1 + i // 4},{0.1 * i:.1f},1" for i in range(16)]
+    lines[1 + 13] = "1,4,,1"  # row 13 (qid 4): f1 is empty, a null
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join(lines) + "\n")
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--where", "qid > 1", "--partitions", "2")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"] == f"{path}: row 13: feature column 'f1' is null"
+
+
 def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
     """Several files, a bad row in the second, and a --where that drops rows before it: both
     engines count the row in its own file, before the filter (Spark's _metadata.row_index)."""

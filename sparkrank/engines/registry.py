@@ -84,7 +84,8 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
     return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
                        placement=placement, num_partitions=num_partitions, dtype=dtype,
                        aggregation_depth=aggregation_depth, n_features=n_features,
-                       drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None)
+                       drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
+                       row_locator=getattr(source, "locate_row", None))
 
 
 _COMMON = ("n_features", "dtype", "drop_invalid_rows")

@@ -162,6 +162,10 @@ class SparkEngine(Engine):
         block, without the JVM shuffle (:mod:`sparkrank.spark.parquet_blocks`), whenever
         the rows of each query are contiguous in the files and there are at least as many
         row groups as partitions; otherwise rows are shuffled.
+    row_locator : callable, optional
+        ``row_locator(qid, dtype) -> "file: row n: detail" | None``: names a bad row of a
+        source whose scan has no row index (CSV) by reading its files in-process
+        (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
     """
 
     def __init__(
@@ -178,6 +182,7 @@ class SparkEngine(Engine):
         n_features: int | None = None,
         drop_invalid_rows: bool = False,
         parquet_files: list[str] | None = None,
+        row_locator=None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -222,6 +227,7 @@ class SparkEngine(Engine):
             df = self._drop_invalid_rows(df)
             parquet_files = None  # the filter runs in Spark
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
+        self._row_locator = row_locator
         self._df = self._arrange(df)
         self._refs_df = self._refs_rdd = None
         self._plans_bc = None  # driver placement: the partitions' steps of Xᵀc (_step_plans)
@@ -287,7 +293,8 @@ class SparkEngine(Engine):
         errors = [r.error for r in refs if r.error]
         if errors:
             self._drop_refs()
-            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0])
+            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0],
+                                         self._row_locator)
             raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
         # row conversion, and the cached partitions keep the executor locality of the blocks

@@ -176,6 +176,34 @@ class Source:
         except RowError as exc:
             raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
+    def locate_row(self, qid, dtype: type = np.float64) -> str | None:
+        """``"{file}: row {n}: {detail}"`` for the first bad row of group ``qid`` in this source,
+        read in-process, rows counted in their own file before ``--where``, as the local engine
+        counts them; ``None`` when it cannot tell.  For the Spark engine's error path on CSV/TSV,
+        whose scans have no row index (Parquet's is ``_metadata.row_index``,
+        :mod:`sparkrank.spark.locate`); local files only."""
+        import pyarrow.dataset as ds
+
+        from .where import to_arrow_filter
+
+        if self.format not in DELIMITED or len(self.columns.group) != 1:
+            return None
+        paths = [U.local_path(entry.path) for entry in self.files]
+        if not paths or None in paths:
+            return None
+        dataset = get_format(self.format).local_dataset(paths)
+        flt = ds.field(self.columns.group[0]) == qid
+        if self.where:
+            try:
+                flt = flt & to_arrow_filter(self.where, dataset.schema.names, "")
+            except DataError:
+                pass  # a filter only Spark understands: the group's rows it dropped are read too
+        read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=False)
+        try:
+            return _row_in_its_file(dataset, flt, self.columns, read)
+        except Exception:  # noqa: BLE001 - the error being located stays the one reported
+            return None
+
     def _local_path(self, uri: str) -> str:
         path = U.local_path(uri)
         if path is None:

@@ -53,15 +53,33 @@ def select_with_file_rows(df, cols: list):
         logger.disabled = disabled
 
 
-def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str) -> str:
-    """``message`` (a block's error) with the qid replaced by the file and row, when found."""
-    if not qid_col or not message.startswith(blocks.QID_ROW):
-        return message
-    head, sep, detail = message[len(blocks.QID_ROW):].partition(": ")
+def qid_of_row_error(message: str):
+    """The qid of a block's ``a row of qid Q: ...`` error (``None`` for another message)."""
+    if not message.startswith(blocks.QID_ROW):
+        return None
+    head = message[len(blocks.QID_ROW):].partition(": ")[0]
     try:
-        qid = ast.literal_eval(head)
+        return ast.literal_eval(head)
     except (ValueError, SyntaxError):
+        return None
+
+
+def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str,
+                     row_locator=None) -> str:
+    """``message`` (a block's error) with the qid replaced by the file and row, when found:
+    from the scan's file rows (Parquet), else by ``row_locator(qid, dtype)`` (a source that
+    reads its files in-process, :meth:`sparkrank.io.sources.Source.locate_row`)."""
+    qid = qid_of_row_error(message) if qid_col else None
+    if qid is None:
         return message
+    located = _locate_by_file_rows(df, label_col, qid_col, spec, dtype_name, message, qid)
+    if located == message and row_locator is not None:
+        located = row_locator(qid, np.dtype(dtype_name).type) or message
+    return located
+
+
+def _locate_by_file_rows(df, label_col: str, qid_col: str, spec, dtype_name: str, message: str, qid) -> str:
+    """The module docstring's lookup by ``_metadata.row_index``; ``message`` when it cannot."""
     from pyspark.sql import functions as F
 
     cols = [label_col, qid_col, *spec.columns]
