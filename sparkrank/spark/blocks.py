@@ -48,6 +48,7 @@ from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
 from ..numerics.linalg import matvec
+from .shutdown import process_stat
 from .worker import worker_task
 
 REF_SCHEMA = (
@@ -113,13 +114,8 @@ class Owner:
 def _process_start(pid: int) -> str:
     """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s 22nd field),
     or ``""`` where that is unknown (no ``/proc``, or no such process)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    fields = stat[stat.rfind(")") + 2:].split()  # from the state, the 3rd field, on
-    return fields[19] if len(fields) > 19 else ""
+    fields = process_stat(pid)
+    return fields[19] if fields and len(fields) > 19 else ""
 
 
 def blocks_root(local_dir: str | None = None) -> str:

@@ -1,7 +1,7 @@
-"""Ending a command's embedded Spark session without the Python workers' shutdown traceback.
+"""Ending a local Spark session without the Python workers' shutdown traceback.
 
 In local mode the executor's Python daemon (``pyspark/daemon.py``) writes to this terminal.
-When the command ends, the JVM shuts down, and PySpark 4's reused workers can print a
+When the program ends, the JVM shuts down, and PySpark 4's reused workers can print a
 ``BrokenPipeError`` traceback:
 
 - an idle worker, waiting for its next task, reads end-of-file when the JVM closes its
@@ -31,6 +31,17 @@ import time
 DAEMON_EXIT_WAIT = 1.0
 
 
+def process_stat(pid: int) -> list[str] | None:
+    """Linux's ``/proc/PID/stat`` from its third field on (state, parent pid, …, the start
+    time at index 19), or ``None`` (no such process, or no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ", whatever the command's name
+
+
 def _process_table() -> list[tuple[int, int, str, list[str]]]:
     """``(pid, parent pid, state, command line)`` of every process, from Linux's ``/proc``
     (empty elsewhere: there the traceback may still appear, nothing else changes)."""
@@ -42,15 +53,14 @@ def _process_table() -> list[tuple[int, int, str, list[str]]]:
     for name in names:
         if not name.isdigit():
             continue
+        fields = process_stat(int(name))
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:  # the process ended meanwhile
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
-        table.append((int(name), int(fields[1]), fields[0], argv))
+        if fields:
+            table.append((int(name), int(fields[1]), fields[0], argv))
     return table
 
 
