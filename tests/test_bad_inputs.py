@@ -213,11 +213,15 @@ def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tm
     assert messages["local"] == messages["spark"] == f"{path}: row 7: feature column 'f1' {detail}"
 
 
-def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsys):
+@pytest.mark.parametrize("token, detail", [("", "row 13: feature column 'f1' is null"),
+                                           ("NaN", "row 13: feature column 'f1' is nan"),
+                                           ("NA", "feature column 'f1' is not numeric (string)")])
+def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsys, token, detail):
     """A CSV scan has no row index on Spark: the engine reads the bad group's rows in-process
-    (Source.locate_row), rows counted in the file before --where, as the local engine counts."""
+    (Source.locate_row), rows counted in the file before --where, as the local engine counts.
+    Both read a field as Spark does: only an empty one is null, "NaN" is NaN, "NA" a string."""
     lines = ["label,qid,f1,f2"] + [f"{i % 3},{1 + i // 4},{0.1 * i:.1f},1" for i in range(16)]
-    lines[1 + 13] = "1,4,,1"  # row 13 (qid 4): f1 is empty, a null
+    lines[1 + 13] = f"1,4,{token},1"  # row 13 (qid 4)
     path = tmp_path / "rows.csv"
     path.write_text("\n".join(lines) + "\n")
     messages = {}
@@ -225,7 +229,7 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
         rc, err = _train(path, engine, tmp_path, capsys, "--where", "qid > 1", "--partitions", "2")
         assert rc == 2, (engine, err)
         messages[engine] = _error_line(err)
-    assert messages["local"] == messages["spark"] == f"{path}: row 13: feature column 'f1' is null"
+    assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
 def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):

@@ -85,7 +85,10 @@ class DelimitedFormat(Format):
         import pyarrow.csv as pcsv
         import pyarrow.dataset as ds
 
-        fmt = ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter=self.delimiter))
+        # Spark's CSV conventions, so both engines read the same values: only an empty field is
+        # null (pyarrow's default also nulls "NA", "NaN", "null", ...), "NaN" is NaN
+        fmt = ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+                               convert_options=pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
         return _union([_arrow_dataset(p, fmt) for p in paths])
 
 
