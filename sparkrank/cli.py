@@ -278,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True,
                    help="target: *.parquet / *.pq for Parquet (a directory on Spark), *.csv / *.tsv for CSV/TSV "
                         "(in-process, up to 10,000 features), anything else for SVMlight (in-process)")
+    p.add_argument("--n-features", type=int, metavar="N",
+                   help="in-process: write N feature columns (default: the largest index seen), e.g. a test "
+                        "file's CSV as wide as its training file's")
     p.add_argument("--partition-by", nargs="+", metavar="COL", default=(),
                    help="Spark, Parquet output: write Hive partitions by these columns")
     _add_output_mode(p, "--output")
@@ -619,6 +622,8 @@ def _cmd_convert(args) -> int:
     suffix = U.basename(out).lower().rsplit(".", 1)[-1]
     to_parquet = suffix in ("parquet", "pq")
     inputs = _Inputs(args)
+    if inputs.kind == "spark" and args.n_features is not None:
+        raise ValueError("--n-features is written in-process: use --engine local")
     if inputs.kind == "spark" and to_parquet:
         from .io.outputs import write_dataframe
         from .io.sources import FEATURES_FROM_COLUMNS
@@ -632,12 +637,18 @@ def _cmd_convert(args) -> int:
         return 0
     if inputs.kind == "spark":
         raise ValueError("SVMlight and CSV/TSV text is written in-process: use --engine local (or a .parquet output)")
+    check_max_features(args.n_features or 0, None, "--n-features")
     if args.partition_by:
         raise ValueError("--partition-by needs the Spark engine")
     check_output_file(out)
     from .data.io import write_parquet
 
     data = inputs.ranking_data(inputs.source())
+    if args.n_features is not None:
+        if args.n_features < data.n_features:
+            raise DataError(f"{inputs.source().name} has {data.n_features} feature columns, more than "
+                            f"--n-features {args.n_features}")
+        data = data.with_features(args.n_features)
     if to_parquet:
         write_parquet(out, data)
     elif suffix in DELIMITED:

@@ -255,3 +255,10 @@ def test_convert_to_csv_and_back_trains_the_same_model(spark, tmp_path, suffix):
         assert main(["train", "--engine", engine, "--input", str(text), "--model", str(out), "-q"]) == 0
         np.testing.assert_array_equal(_weights(out), _weights(reference), err_msg=engine)
     assert main(["convert", "--engine", "spark", "--input", "sample:train", "--output", str(tmp_path / "x.csv")]) == 2
+    # --n-features: a file as wide as another (a test set's CSV beside its training set's)
+    wide = tmp_path / f"wide.{suffix}"
+    assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(wide),
+                 "--n-features", "30", "-q"]) == 0
+    assert wide.read_text().splitlines()[1].count("\t" if suffix == "tsv" else ",") == 1 + 30
+    assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(tmp_path / "n.csv"),
+                 "--n-features", "3", "-q"]) == 2
