@@ -64,10 +64,11 @@ Paths: local paths, sample:train / sample:test, or Hadoop URIs (file:, hdfs:, s3
 gs: …; URIs are only opened through Hadoop's FileSystem).  Files, directories (Hive
 partitions such as day=2026-11-01/ become columns), glob patterns, or several of them.
 Formats: parquet, svmlight (LETOR text; .gz/.bz2), csv/tsv (header row; the features are
---feature-cols, else every column but the label and the group id), delta%s.  Group id: --qid-col names the column(s) of the query/group id
-(default qid).  For Parquet/CSV that column must exist; --qid-col '' ranks all rows as one
-global ranking.  SVMlight files with qid: tokens are grouped by them, files without are
-one ranking.  A named column that does not exist is an error that lists the columns.
+--feature-cols, else every column but the label and the group id), delta%s.
+Group id: --qid-col names the column(s) of the query/group id (default qid).  For
+Parquet/CSV that column must exist; --qid-col '' ranks all rows as one global ranking.
+SVMlight files with qid: tokens are grouped by them, files without are one ranking.  A
+named column that does not exist is an error that lists the columns.
 """ % ("" if DELTA_AVAILABLE else " (needs the delta-spark package:\nnot installed here)")
 
 
@@ -643,10 +644,11 @@ def _cmd_convert(args) -> int:
     check_output_file(out)
     from .data.io import write_parquet
 
-    data = inputs.ranking_data(inputs.source())
+    source = inputs.source()
+    data = inputs.ranking_data(source)
     if args.n_features is not None:
         if args.n_features < data.n_features:
-            raise DataError(f"{inputs.source().name} has {data.n_features} feature columns, more than "
+            raise DataError(f"{source.name} has {data.n_features} feature columns, more than "
                             f"--n-features {args.n_features}")
         data = data.with_features(args.n_features)
     if to_parquet:

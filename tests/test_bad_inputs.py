@@ -388,7 +388,7 @@ shutdown.stop_local_python_daemons = lambda sc: stopped.extend(stop(sc)) or stop
 
 
 def report():  # registered first, so it runs after the hook the session registers
-    alive = [pid for pid, _, state, _ in shutdown._process_table() if pid in stopped and state != "Z"]
+    alive = [pid for pid in stopped if shutdown._alive(pid)]
     print("daemons stopped", len(stopped), "alive", len(alive), flush=True)
 
 

@@ -42,32 +42,31 @@ def process_stat(pid: int) -> list[str] | None:
     return stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ", whatever the command's name
 
 
-def _process_table() -> list[tuple[int, int, str, list[str]]]:
-    """``(pid, parent pid, state, command line)`` of every process, from Linux's ``/proc``
-    (empty elsewhere: there the traceback may still appear, nothing else changes)."""
-    table = []
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    fields = process_stat(pid)
+    return bool(fields) and fields[0] != "Z"
+
+
+def _children(parent: int) -> list[tuple[int, list[str]]]:
+    """The live children of ``parent`` with their command lines, from Linux's ``/proc`` (empty
+    elsewhere: there the traceback may still appear, nothing else changes)."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return table
+        return []
+    children = []
     for name in names:
-        if not name.isdigit():
+        fields = process_stat(int(name)) if name.isdigit() else None
+        if not fields or int(fields[1]) != parent or fields[0] == "Z":
             continue
-        fields = process_stat(int(name))
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:  # the process ended meanwhile
             continue
-        if fields:
-            table.append((int(name), int(fields[1]), fields[0], argv))
-    return table
-
-
-def _daemons(jvm_pid: int, module: str) -> list[int]:
-    """The live children of ``jvm_pid`` running ``python -m module``."""
-    return [pid for pid, ppid, state, argv in _process_table()
-            if ppid == jvm_pid and state != "Z" and "-m" in argv and module in argv]
+        children.append((int(name), argv))
+    return children
 
 
 def stop_local_python_daemons(sc) -> list[int]:
@@ -79,14 +78,14 @@ def stop_local_python_daemons(sc) -> list[int]:
     proc = getattr(sc._gateway, "proc", None)  # noqa: SLF001 - the JVM PySpark launched, if it did
     jvm_pid = proc.pid if proc is not None else os.getppid()  # else spark-submit's JVM started us
     module = sc.getConf().get("spark.python.daemon.module", "pyspark.daemon")
-    daemons = _daemons(jvm_pid, module)
+    daemons = [pid for pid, argv in _children(jvm_pid) if "-m" in argv and module in argv]  # python -m module
     for pid in daemons:
         try:
             os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
     deadline = time.monotonic() + DAEMON_EXIT_WAIT
-    while daemons and _daemons(jvm_pid, module) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in daemons) and time.monotonic() < deadline:
         time.sleep(0.01)
     return daemons
 

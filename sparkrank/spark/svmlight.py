@@ -51,8 +51,12 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass(frozen=True)
 class _File:
     uri: str  # the qualified path, unescaped as Hadoop's Path(String) and Spark's readers take it
-    name: str  # how messages name it (io.uri.display_name)
     whole: bool  # compressed (or named like it): parsed as one task
+
+    @property
+    def name(self) -> str:
+        """How messages name it (io.uri.display_name)."""
+        return U.display_name(self.uri)
 
 
 def read_svmlight_dataframe(spark, path: str | Sequence[str], *, max_features: int | None = None):
@@ -138,7 +142,7 @@ def _list_files(spark, paths: list[str]) -> list[_File]:
                 found.append(st.getPath())
         for fp in sorted(found, key=lambda q: q.toUri().toString()):
             uri = fp.toString()  # not toUri(): Hadoop's Path(String) and Spark read it unescaped ("my lake")
-            out.append(_File(uri, U.display_name(uri), _is_whole(fs, fp)))
+            out.append(_File(uri, _is_whole(fs, fp)))
     if not out:
         raise FileNotFoundError(f"no files under {', '.join(paths)}")
     return out
@@ -282,7 +286,7 @@ def lines_before(uri: str, start: int) -> int:
     import pyarrow.fs as pafs
 
     if uri.startswith("file:"):
-        fs, path = pafs.LocalFileSystem(), U.display_name(uri)
+        fs, path = pafs.LocalFileSystem(), U.local_path(uri)
     else:
         fs, path = pafs.FileSystem.from_uri(uri)
     with fs.open_input_stream(path) as f:

@@ -383,7 +383,7 @@ def read_svmlight(
         The numbers are the same either way.
     name : str, optional
         The file's name in error messages (default: ``path``; sparkrank's sources pass the
-        input as the user spelled it, :func:`sparkrank.io.uri.message_name`).
+        name both engines give a file, :func:`sparkrank.io.uri.display_name`).
 
     Returns
     -------
