@@ -215,11 +215,16 @@ def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tm
 
 @pytest.mark.parametrize("token, detail", [("", "row 13: feature column 'f1' is null"),
                                            ("NaN", "row 13: feature column 'f1' is nan"),
+                                           ("nan", "row 13: feature column 'f1' is nan"),
+                                           ("-inf", "row 13: feature column 'f1' is -inf"),
+                                           (" Infinity", "row 13: feature column 'f1' is inf"),
                                            ("NA", "feature column 'f1' is not numeric (string)")])
 def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsys, token, detail):
     """A CSV scan has no row index on Spark: the engine reads the bad group's rows in-process
     (Source.locate_row), rows counted in the file before --where, as the local engine counts.
-    Both read a field as Spark does: only an empty one is null, "NaN" is NaN, "NA" a string."""
+    Both read a field as Spark does: only an empty one is null, "NaN" is NaN, "NA" a string; and
+    a column with pandas' and numpy's "nan", "inf", "-inf" (which Spark's schema inference leaves
+    a string column) is numbers on both, so the row is named, not the column's type."""
     lines = ["label,qid,f1,f2"] + [f"{i % 3},{1 + i // 4},{0.1 * i:.1f},1" for i in range(16)]
     lines[1 + 13] = f"1,4,{token},1"  # row 13 (qid 4)
     path = tmp_path / "rows.csv"

@@ -124,7 +124,7 @@ class Source:
 
         df = get_format(self.format).read_spark(spark, list(self.uris))
         return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ",
-                             svmlight=self.format == "svmlight"), Columns(
+                             svmlight=self.format == "svmlight", text_types=self.format in ("csv", "tsv")), Columns(
             self.columns.label, self._group_name(df.columns), _features_name(self.columns))
 
     def local_parquet_files(self) -> list[str] | None:
@@ -273,9 +273,36 @@ def _features_name(columns: ColumnSpec) -> str:
 FEATURES_FROM_COLUMNS = "__sparkrank_features"
 
 
-def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: str = "", svmlight: bool = False):
+#: The numbers pyarrow's CSV reader reads as floats (the in-process engine's reader), as a Java
+#: regex: decimal and scientific notation, and inf, infinity and nan in any case, signed, with
+#: blanks around them.  Spark's CSV schema inference knows only ``Inf``, ``-Inf`` and ``NaN`` and
+#: leaves a column holding ``inf`` or ``nan`` a string column; see :func:`_text_number`.
+TEXT_NUMBER = r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity|nan))\s*$"
+
+
+def _text_number(df, name: str, where: str):
+    """The Spark column of CSV field ``name`` (a string column: Spark's schema inference did not
+    take it for numbers) as the in-process reader reads it: doubles when every value is a number
+    to pyarrow (:data:`TEXT_NUMBER`; ``nan`` and ``inf`` in any spelling, or no value at all, so
+    that a bad value is then found and named by its row as in-process), else the in-process
+    error ``not numeric (string)``.  One Spark job, on this rare path only."""
+    from pyspark.sql import functions as F
+
+    field = F.col(f"`{name}`")
+    if df.filter(field.isNotNull() & ~field.rlike(TEXT_NUMBER)).limit(1).count():
+        raise DataError(f"{where}feature column {name!r} is not numeric (string)")
+    trimmed = F.trim(field)
+    # Spark's cast takes every such number but a signed nan
+    return F.when(F.lower(trimmed).rlike("^[+-]nan$"), F.lit(float("nan"))).otherwise(
+        F.expr(f"try_cast(trim(`{name}`) AS DOUBLE)"))
+
+
+def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: str = "", svmlight: bool = False,
+                  text_types: bool = False):
     """``df`` filtered by ``where_filter`` (Spark SQL), checked against ``columns``, with
-    ``feature_cols`` assembled into one array column and several group columns combined."""
+    ``feature_cols`` assembled into one array column and several group columns combined.
+    ``text_types``: the column types were inferred from text (CSV), where a string feature column
+    may still hold numbers to the in-process reader (:func:`_text_number`)."""
     from pyspark.sql import functions as F
 
     if where_filter:
@@ -288,18 +315,23 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
             check = replace(columns, group=())
     check.check(names, where)
     if columns.feature_cols:
-        from pyspark.sql.types import BooleanType, NumericType
+        from pyspark.sql.types import BooleanType, NumericType, StringType
 
         from ..data.arrow import FEATURE_NAMES_KEY  # here: the in-process path never needs pyarrow's import
 
         types = {f.name: f.dataType for f in df.schema.fields}
+        values = []
         for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
-            if not isinstance(types[name], (NumericType, BooleanType)):
+            if text_types and isinstance(types[name], StringType):
+                values.append(_text_number(df, name, where))
+            elif isinstance(types[name], (NumericType, BooleanType)):
+                values.append(F.col(f"`{name}`").cast("double"))
+            else:
                 raise DataError(f"{where}feature column {name!r} is not numeric ({types[name].simpleString()})")
         # the names ride in the column's metadata (as Spark ML's VectorAssembler keeps its
         # attributes there), so a bad value's message names its column (spark.io.feature_spec)
         df = df.withColumn(FEATURES_FROM_COLUMNS,
-                           F.array(*[F.col(f"`{c}`").cast("double") for c in columns.feature_cols]).alias(
+                           F.array(*values).alias(
                                FEATURES_FROM_COLUMNS, metadata={FEATURE_NAMES_KEY: list(columns.feature_cols)}))
     if len(check.group) > 1:
         df = df.withColumn(check.group_name, group_expression(check.group))
