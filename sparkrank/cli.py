@@ -509,6 +509,8 @@ def _spark_scores(args, inputs: "_Inputs", model):
                             f"{', '.join(c for c in scored.columns if c != pred)}")
         keep = [c for c in [*group, *args.keep_cols, *args.partition_by] if c != pred]
         scored = scored.select(*dict.fromkeys(keep), pred)
+    elif source.columns.feature_cols:  # "every column except the features": named ones too
+        scored = scored.drop(*[c for c in source.columns.feature_cols if c not in (*group, *args.partition_by)])
     if args.rank:
         order = F.col(pred).desc()
         window = Window.partitionBy(*[F.col(f"`{g}`") for g in group]).orderBy(order) if group \

@@ -239,6 +239,31 @@ def test_spark_outputs_refuse_a_non_empty_directory(spark, tmp_path, capsys, sma
                  per_target, "--mode", "overwrite", "-q"]) == 0
 
 
+def test_spark_scores_leave_out_named_feature_columns(spark, tmp_path):
+    """predict on Spark keeps "every column except the features": named feature columns
+    (--feature-cols, or a CSV's default columns) are features too; --keep-cols may ask for one."""
+    rows = 40
+    table = pa.table({"label": [float(i % 3) for i in range(rows)], "qid": [i // 10 for i in range(rows)],
+                      "doc": [f"d{i}" for i in range(rows)], "f1": [0.1 * i for i in range(rows)],
+                      "f2": [float(i % 7) for i in range(rows)]})
+    pq.write_table(table, tmp_path / "named.parquet")
+    csv_path = tmp_path / "named.csv"
+    csv_path.write_text("label,qid,f1,f2\n" + "".join(f"{i % 3},{i // 10},{0.1 * i},{i % 7}\n" for i in range(rows)))
+    model = tmp_path / "m.json"
+    named = ["--feature-cols", "f1", "f2"]
+    assert main(["train", "--engine", "local", "--input", str(tmp_path / "named.parquet"), *named, "--model",
+                 str(model), "-q"]) == 0
+    cases = [(tmp_path / "named.parquet", named, ["qid", "label", "doc", "prediction"]),
+             (csv_path, [], ["qid", "label", "prediction"]),
+             (tmp_path / "named.parquet", [*named, "--keep-cols", "doc", "f2"], ["qid", "doc", "f2", "prediction"])]
+    for k, (data, extra, columns) in enumerate(cases):
+        out = tmp_path / f"scores{k}"
+        assert main(["predict", "--engine", "spark", "--model", str(model), "--input", str(data), *extra,
+                     "--output", str(out), "-q"]) == 0
+        scores = spark.read.parquet(str(out))
+        assert sorted(scores.columns) == sorted(columns) and scores.count() == rows, (data, extra)
+
+
 def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
     table = pq.read_table(small)
     qids = np.array(["=cmd|' /C calc'!A0", "a,b", "-3", "+x", "@y", "plain"])[table.column("qid").to_numpy() % 6]
