@@ -14,6 +14,7 @@ Every path is a local path, ``sample:NAME`` (the bundled sample) or a Hadoop URI
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import logging
@@ -235,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
 
     p = _subparser(sub, "predict", help="score rows with a model",
-                   description="Score every input row.  Local engine: a text file, one score per line in input "
+                   description="Score every input row; labels are not needed (nor read).  Local engine: a text "
+                               "file, one score per line in input "
                                "order.  Spark: a Parquet directory with the group id, the kept columns, the "
                                "prediction column and (--rank) the rank inside the group.")
     p.add_argument("--model", required=True, help="model JSON")
@@ -467,9 +469,11 @@ def _cmd_predict(args) -> int:
 
     model = _load_model(args.model)
     inputs = _Inputs(args, model=model)
+    # scoring reads no labels: unlabelled rows are what a model is for
+    columns = dataclasses.replace(inputs.columns, labels=False)
     if inputs.kind == "spark":
         check_output_dir(args.output, args.mode, inputs.spark)
-        scored = _spark_scores(args, inputs, model)
+        scored = _spark_scores(args, inputs, model, inputs.source(columns=columns))
         from .io.outputs import write_dataframe
 
         write_dataframe(scored, args.output, mode=args.mode, partition_by=args.partition_by)
@@ -480,7 +484,7 @@ def _cmd_predict(args) -> int:
         raise ValueError(f"{', '.join(spark_only)} shape the Parquet output of the Spark engine; "
                          "the local engine writes one score per line")
     check_output_file(args.output)
-    source = inputs.source()
+    source = inputs.source(columns=columns)
     data = inputs.ranking_data(source, model)
     scores = data.to_input_order(model.predict(data))
     filesystem(args.output).write_text(args.output, "".join(f"{v:.17g}\n" for v in scores))
@@ -488,14 +492,14 @@ def _cmd_predict(args) -> int:
     return 0
 
 
-def _spark_scores(args, inputs: "_Inputs", model):
-    """The scored DataFrame ``predict`` writes: group id, kept columns, prediction, rank."""
+def _spark_scores(args, inputs: "_Inputs", model, source):
+    """The scored DataFrame ``predict`` writes from ``source``: group id, kept columns,
+    prediction, rank."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from .spark.predict import predict_dataframe
 
-    source = inputs.source()
     df, cols = source.dataframe(inputs.spark)
     pred = args.prediction_col
     scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred)

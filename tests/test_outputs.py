@@ -264,6 +264,37 @@ def test_spark_scores_leave_out_named_feature_columns(spark, tmp_path):
         assert sorted(scores.columns) == sorted(columns) and scores.count() == rows, (data, extra)
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
+    """predict reads no labels: a file without a label column, or with a null label, is scored
+    row for row as the labelled file is (--drop-invalid-rows then drops nothing: the local
+    engine's one score per line stays aligned with the input rows)."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
+    table = pq.read_table(small)
+    labels = table.column("label").to_pylist()
+    labels[9] = None
+    inputs = {"labelled": table, "unlabelled": table.drop(["label"]),
+              "null-label": table.set_column(table.schema.get_field_index("label"), "label",
+                                             pa.array(labels, pa.float64()))}
+    scores = {}
+    for name, t in inputs.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(t, path)
+        out = tmp_path / f"{name}-scores"
+        assert main(["predict", "--engine", engine, "--model", str(model), "--input", str(path), "--output", str(out),
+                     "--drop-invalid-rows", "-q"]) == 0, name
+        if engine == "local":
+            scores[name] = np.loadtxt(out)
+        else:
+            scored = spark.read.parquet(str(out)).toPandas()
+            assert "label" not in scored.columns if name == "unlabelled" else "label" in scored.columns
+            scores[name] = np.sort(scored["prediction"].to_numpy())
+    assert scores["labelled"].shape == (table.num_rows,)
+    for name in ("unlabelled", "null-label"):
+        np.testing.assert_array_equal(scores[name], scores["labelled"])
+
+
 def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
     table = pq.read_table(small)
     qids = np.array(["=cmd|' /C calc'!A0", "a,b", "-3", "+x", "@y", "plain"])[table.column("qid").to_numpy() % 6]

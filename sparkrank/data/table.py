@@ -33,16 +33,17 @@ def ranking_data_from_table(
     ``columns`` (a :class:`~sparkrank.io.sources.ColumnSpec`).
 
     ``drop_invalid_rows``: drop (and log the count of) :data:`~sparkrank.data.block.INVALID_ROWS`
-    instead of raising :class:`DataError`.
+    instead of raising :class:`DataError`.  Without ``columns.labels`` no labels are read (all 0).
     """
-    label_col = columns.label
+    label_col = columns.label if columns.labels else None
     group = combine_group_columns(table, columns.group) if columns.group else None
     if group is not None:
         table = table.append_column("__sparkrank_group", group)
     group_col = None if group is None else "__sparkrank_group"
     if drop_invalid_rows:
         table = _drop_invalid_rows(table, label_col, group_col, where)
-    labels = label_array(table.column(label_col), label_col, where, DROP_HINT)
+    labels = np.zeros(table.num_rows) if label_col is None else label_array(table.column(label_col), label_col,
+                                                                            where, DROP_HINT)
     qid = None
     if group_col is not None:
         col = table.column(group_col)
@@ -95,12 +96,14 @@ def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
     return pa.array(out, type=pa.string())
 
 
-def _drop_invalid_rows(table, label_col: str, qid_col: str | None, where: str):
+def _drop_invalid_rows(table, label_col: str | None, qid_col: str | None, where: str):
     """``table`` without :data:`INVALID_ROWS`; logs how many were dropped."""
-    label = table.column(label_col)
-    bad = label.is_null().to_numpy(zero_copy_only=False)
-    values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
-    bad |= ~np.isfinite(values)
+    bad = np.zeros(table.num_rows, dtype=bool)
+    if label_col is not None:
+        label = table.column(label_col)
+        bad |= label.is_null().to_numpy(zero_copy_only=False)
+        values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+        bad |= ~np.isfinite(values)
     if qid_col is not None:
         bad |= table.column(qid_col).is_null().to_numpy(zero_copy_only=False)
     n_bad = int(bad.sum())

@@ -52,12 +52,16 @@ class ColumnSpec:
         A Spark ML vector or array column, else ``indices``/``values`` list columns are used.
     feature_cols : tuple of str
         Named numeric columns to use as dense features instead (in this order).
+    labels : bool
+        Whether the rows' labels are read (and their column required).  ``predict`` scores rows
+        without reading them: unlabelled rows are what a model is for.
     """
 
     label: str = "label"
     group: tuple[str, ...] = ("qid",)
     features: str = "features"
     feature_cols: tuple[str, ...] = ()
+    labels: bool = True
 
     @staticmethod
     def parse_group(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -77,7 +81,8 @@ class ColumnSpec:
 
     def check(self, names: Sequence[str], where: str) -> None:
         """Every named column exists in ``names`` (else a DataError listing them)."""
-        wanted = [("label", self.label)] + [("group", g) for g in self.group]
+        wanted = [("label", self.label)] if self.labels else []
+        wanted += [("group", g) for g in self.group]
         wanted += [("feature", c) for c in self.feature_cols]
         missing = [f"{role} column {col!r}" for role, col in wanted if col not in names]
         if missing:
