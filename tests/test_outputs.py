@@ -266,17 +266,21 @@ def test_spark_scores_leave_out_named_feature_columns(spark, tmp_path):
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
-    """predict reads no labels: a file without a label column, or with a null label, is scored
-    row for row as the labelled file is (--drop-invalid-rows then drops nothing: the local
-    engine's one score per line stays aligned with the input rows)."""
+    """predict reads no labels: a file without a label column, or with a null label or group id,
+    is scored row for row as the labelled file is (--drop-invalid-rows then drops nothing: the
+    local engine's one score per line stays aligned with the input rows)."""
     model = tmp_path / "m.json"
     assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
     table = pq.read_table(small)
     labels = table.column("label").to_pylist()
     labels[9] = None
+    qids = table.column("qid").to_pylist()
+    qids[31] = None
     inputs = {"labelled": table, "unlabelled": table.drop(["label"]),
               "null-label": table.set_column(table.schema.get_field_index("label"), "label",
-                                             pa.array(labels, pa.float64()))}
+                                             pa.array(labels, pa.float64())),
+              "null-qid": table.set_column(table.schema.get_field_index("qid"), "qid",
+                                           pa.array(qids, table.schema.field("qid").type))}
     scores = {}
     for name, t in inputs.items():
         path = tmp_path / f"{name}.parquet"
@@ -291,7 +295,7 @@ def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
             assert "label" not in scored.columns if name == "unlabelled" else "label" in scored.columns
             scores[name] = np.sort(scored["prediction"].to_numpy())
     assert scores["labelled"].shape == (table.num_rows,)
-    for name in ("unlabelled", "null-label"):
+    for name in ("unlabelled", "null-label", "null-qid"):
         np.testing.assert_array_equal(scores[name], scores["labelled"])
 
 

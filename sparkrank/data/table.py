@@ -33,10 +33,12 @@ def ranking_data_from_table(
     ``columns`` (a :class:`~sparkrank.io.sources.ColumnSpec`).
 
     ``drop_invalid_rows``: drop (and log the count of) :data:`~sparkrank.data.block.INVALID_ROWS`
-    instead of raising :class:`DataError`.  Without ``columns.labels`` no labels are read (all 0).
+    instead of raising :class:`DataError`.  Without ``columns.labels`` (scoring) neither labels nor
+    group ids are read: every row is scored, in one ranking of all 0 labels, whatever those
+    columns hold (the caller checked that they exist).
     """
     label_col = columns.label if columns.labels else None
-    group = combine_group_columns(table, columns.group) if columns.group else None
+    group = combine_group_columns(table, columns.group) if columns.group and columns.labels else None
     if group is not None:
         table = table.append_column("__sparkrank_group", group)
     group_col = None if group is None else "__sparkrank_group"

@@ -54,7 +54,8 @@ class ColumnSpec:
         Named numeric columns to use as dense features instead (in this order).
     labels : bool
         Whether the rows' labels are read (and their column required).  ``predict`` scores rows
-        without reading them: unlabelled rows are what a model is for.
+        without reading them: unlabelled rows are what a model is for (nor does it read the
+        group ids in-process: one score per row, a null id included).
     """
 
     label: str = "label"
