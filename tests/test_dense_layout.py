@@ -247,6 +247,45 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn, data):
 
 
 @settings(max_examples=40, deadline=None)
+@given(drawn=dense_matrices(60, 6), data=st.data())
+def test_feature_statistics_are_the_same_bits_for_any_split_of_the_rows(drawn, data):
+    """The standardization's statistics from blocks (ColumnTotals added in any order, then the
+    blocks' squared deviations from the common mean) equal the one-block statistics bit for bit,
+    on dense and CSR rows, and m2 is the exact sum of squared deviations to a few ulps even for
+    a feature far from 0 (Σx² − (Σx)²/n would cancel)."""
+    from fractions import Fraction
+
+    from sparkrank.engines.base import ColumnTotals
+    from sparkrank.numerics.exact_sum import column_sums_dd
+
+    rng, dense = drawn
+    m, n = dense.shape
+    dense = dense.copy()
+    if m:
+        dense[:, 0] = np.where(dense[:, 0] != 0, dense[:, 0] + 1e6, 0)  # an offset feature
+    whole = FeatureStatistics.of_rows(dense)
+    cuts = sorted(data.draw(st.lists(st.integers(0, m), max_size=4)))
+    parts = [dense[a:b] for a, b in zip([0, *cuts], [*cuts, m])]
+    order = data.draw(st.permutations(range(len(parts))))
+    for layout in ("dense", "csr"):
+        blocks = parts if layout == "dense" else [sp.csr_matrix(p) for p in parts]
+        totals = None
+        for k in order:
+            t = ColumnTotals.of_rows(blocks[k], n)
+            totals = t if totals is None else totals.add(t)
+        squares = (np.zeros(n), np.zeros(n))
+        for k in order:
+            squares = dd_add(squares, column_sums_dd(blocks[k], n, totals.mean())[0])
+        split = FeatureStatistics.from_totals(totals, squares)
+        for name in ("mean", "m2", "min", "max"):
+            assert np.array_equal(bits(getattr(split, name)), bits(getattr(whole, name))), (layout, name)
+    for j in range(n):  # m2 against exact rational arithmetic around the computed mean
+        mean = Fraction(float(whole.mean[j]))
+        exact = sum(((Fraction(float(x)) - mean) ** 2 for x in dense[:, j]), Fraction(0))
+        assert abs(float(whole.m2[j]) - float(exact)) <= 4 * np.finfo(float).eps * float(exact) + 1e-300, j
+
+
+@settings(max_examples=40, deadline=None)
 @given(drawn=dense_matrices(60, 9), data=st.data())
 def test_partitions_that_cut_steps_sum_like_one_sweep(drawn, data):
     """Spark's driver placement cuts a query's rows anywhere: each part sums its whole steps

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from ..kernels.base import ScoreKernel
-from ..numerics.linalg import dense_column_sums
+from ..numerics.exact_sum import DoubleDouble, column_sums_dd, dd_add, dd_round
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,54 @@ class DataSummary:
 
 
 @dataclass(frozen=True)
+class ColumnTotals:
+    """The first of the two passes of :class:`FeatureStatistics` over some rows: how many, and per
+    column the exact sum of the non-zero entries (a double-double), their count, min and max.
+    Totals of disjoint row sets add up in any order to the same bits
+    (:func:`~sparkrank.numerics.exact_sum.column_sums_dd`)."""
+
+    count: int
+    total: DoubleDouble
+    nonzero: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+
+    @classmethod
+    def of_rows(cls, X, n_features: int) -> "ColumnTotals":
+        """The totals of ``X``'s rows (dense rows, or CSR: scipy, or memory-mapped arrays)."""
+        total, nonzero, low, high = column_sums_dd(X, n_features)
+        return cls(int(X.shape[0]), total, nonzero, low, high).padded(n_features)
+
+    def padded(self, n_features: int) -> "ColumnTotals":
+        """The same totals over ``n_features`` columns (missing columns hold no non-zero entry)."""
+        pad = n_features - self.nonzero.shape[0]
+        if pad <= 0:
+            return self
+        return ColumnTotals(self.count, tuple(np.pad(t, (0, pad)) for t in self.total),
+                            np.pad(self.nonzero, (0, pad)), np.pad(self.min, (0, pad), constant_values=np.inf),
+                            np.pad(self.max, (0, pad), constant_values=-np.inf))
+
+    def add(self, other: "ColumnTotals | None") -> "ColumnTotals":
+        """The totals of the union of two disjoint row sets."""
+        if other is None:
+            return self
+        n = max(self.nonzero.shape[0], other.nonzero.shape[0])
+        a, b = self.padded(n), other.padded(n)
+        return ColumnTotals(a.count + b.count, dd_add(a.total, b.total), a.nonzero + b.nonzero,
+                            np.minimum(a.min, b.min), np.maximum(a.max, b.max))
+
+    def mean(self) -> np.ndarray:
+        """Per-column mean over all rows (implicit zeros included)."""
+        return dd_round(self.total) / self.count if self.count else np.zeros_like(self.min)
+
+
+@dataclass(frozen=True)
 class FeatureStatistics:
     """Per-feature count, mean, variance, min and max over all rows (implicit zeros included).
 
-    Blocks are merged with Chan et al.'s pairwise update of ``(count, mean, M2)``, which
-    stays accurate where ``Σx² − (Σx)²/n`` would cancel.
+    Two passes, each an exact (double-double) sum, so every engine and partitioning gives the
+    same bits: :class:`ColumnTotals` (the sums, hence the mean), then the sums of squared
+    deviations from that mean (:meth:`from_totals`); not ``Σx² − (Σx)²/n``, which cancels.
 
     Attributes
     ----------
@@ -69,45 +113,40 @@ class FeatureStatistics:
         return cls(0, z, z.copy(), np.full(n_features, np.inf), np.full(n_features, -np.inf))
 
     @classmethod
-    def from_csr(cls, indptr, indices, data, n_rows: int, n_features: int) -> "FeatureStatistics":
-        """Statistics of one CSR block (scipy or memory-mapped arrays); absent entries are zeros."""
-        if n_rows == 0:
-            return cls.empty(n_features)
-        idx = np.asarray(indices[: indptr[n_rows]], dtype=np.int64)
-        val = np.asarray(data[: indptr[n_rows]], dtype=np.float64)
-        total = np.bincount(idx, weights=val, minlength=n_features)[:n_features]
-        nnz = np.bincount(idx, minlength=n_features)[:n_features]
-        mean = total / n_rows
-        zeros = n_rows - nnz
-        # deviations of the stored values, plus the implicit zeros' (0 - mean)²; a feature near
-        # the float64 limit overflows to inf here quietly: the overflow check reports it by name
+    def from_totals(cls, totals: ColumnTotals, squares: DoubleDouble) -> "FeatureStatistics":
+        """The statistics from all rows' :class:`ColumnTotals` and the exact sums ``squares`` of
+        ``(x − mean)²`` over their non-zero entries (``column_sums_dd`` with ``totals.mean()``)."""
+        n = totals.nonzero.shape[0]
+        if totals.count == 0:
+            return cls.empty(n)
+        mean = totals.mean()
+        zeros = totals.count - totals.nonzero
+        # the implicit zeros' (0 - mean)²; a feature near the float64 limit overflows to inf here
+        # quietly: the overflow check reports it by name
         with np.errstate(over="ignore", invalid="ignore"):
-            m2 = np.bincount(idx, weights=(val - mean[idx]) ** 2, minlength=n_features)[:n_features] \
-                + zeros * mean**2
-        lo = np.full(n_features, np.inf)
-        hi = np.full(n_features, -np.inf)
-        np.minimum.at(lo, idx, val)
-        np.maximum.at(hi, idx, val)
+            m2 = dd_round(squares) + zeros * mean**2
+        low, high = totals.min.copy(), totals.max.copy()
         has_zero = zeros > 0
-        lo[has_zero] = np.minimum(lo[has_zero], 0.0)
-        hi[has_zero] = np.maximum(hi[has_zero], 0.0)
-        return cls(int(n_rows), mean, m2, lo, hi)
+        low[has_zero] = np.minimum(low[has_zero], 0.0)
+        high[has_zero] = np.maximum(high[has_zero], 0.0)
+        return cls(int(totals.count), mean, m2, low, high)
+
+    @classmethod
+    def of_rows(cls, X, n_features: int | None = None) -> "FeatureStatistics":
+        """The statistics of ``X``'s rows (dense rows, or CSR), both passes in this process."""
+        n = X.shape[1] if n_features is None else n_features
+        totals = ColumnTotals.of_rows(X, n)
+        return cls.from_totals(totals, column_sums_dd(X, n, totals.mean())[0] if totals.count else (0.0, 0.0))
+
+    @classmethod
+    def from_csr(cls, indptr, indices, data, n_rows: int, n_features: int) -> "FeatureStatistics":
+        """:meth:`of_rows` of CSR arrays (scipy's, or memory-mapped ones); absent entries are zeros."""
+        return cls.of_rows(SimpleNamespace(indptr=indptr, indices=indices, data=data, shape=(n_rows, n_features)))
 
     @classmethod
     def from_dense(cls, values: np.ndarray) -> "FeatureStatistics":
-        """Statistics of dense rows, equal bit for bit to :meth:`from_csr` of the same rows."""
-        n_rows, n_features = values.shape
-        if n_rows == 0:
-            return cls.empty(n_features)
-        total, nnz, lo, hi = dense_column_sums(values, np.zeros(0))
-        mean = total / n_rows
-        zeros = n_rows - nnz
-        with np.errstate(over="ignore", invalid="ignore"):  # inf quietly, as from_csr
-            m2 = dense_column_sums(values, mean)[0] + zeros * mean**2
-        has_zero = zeros > 0
-        lo[has_zero] = np.minimum(lo[has_zero], 0.0)
-        hi[has_zero] = np.maximum(hi[has_zero], 0.0)
-        return cls(int(n_rows), mean, m2, lo, hi)
+        """:meth:`of_rows` of dense rows: equal bit for bit to :meth:`from_csr` of the same rows."""
+        return cls.of_rows(values)
 
     def padded(self, n_features: int) -> "FeatureStatistics":
         """The same statistics over ``n_features`` columns (missing columns are all-zero)."""
@@ -118,21 +157,6 @@ class FeatureStatistics:
         return FeatureStatistics(self.count, np.pad(self.mean, (0, pad)), np.pad(self.m2, (0, pad)),
                                  np.pad(self.min, (0, pad), constant_values=zero_lo),
                                  np.pad(self.max, (0, pad), constant_values=zero_hi))
-
-    def merge(self, other: "FeatureStatistics | None") -> "FeatureStatistics":
-        """Statistics of the union of two disjoint row sets (Chan, Golub & LeVeque 1979)."""
-        if other is None or other.count == 0:
-            return self
-        if self.count == 0:
-            return other
-        n = max(self.n_features, other.n_features)
-        a, b = self.padded(n), other.padded(n)
-        count = a.count + b.count
-        with np.errstate(over="ignore", invalid="ignore"):  # inf statistics stay inf, quietly (as above)
-            delta = b.mean - a.mean
-            mean = a.mean + delta * (b.count / count)
-            m2 = a.m2 + b.m2 + delta**2 * (a.count * b.count / count)
-        return FeatureStatistics(count, mean, m2, np.minimum(a.min, b.min), np.maximum(a.max, b.max))
 
 
 @dataclass

@@ -107,10 +107,7 @@ class LocalEngine(Engine):
         return ColumnMoments(self._stats(results), first, second)
 
     def feature_statistics(self) -> FeatureStatistics:
-        X = self.data.X
-        if isinstance(X, np.ndarray):
-            return FeatureStatistics.from_dense(X)
-        return FeatureStatistics.from_csr(X.indptr, X.indices, X.data, X.shape[0], X.shape[1])
+        return FeatureStatistics.of_rows(self.data.X)
 
     def close(self) -> None:
         self._runner.close()

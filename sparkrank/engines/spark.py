@@ -606,12 +606,18 @@ class SparkEngine(Engine):
             self._driver_states.pop(state.payload, None)
 
     def feature_statistics(self):
-        """Per-feature statistics of each block (the tasks of :meth:`_pass_refs`), merged by
-        ``treeAggregate`` (Chan's update)."""
+        """Per-feature statistics in two passes over the blocks (the tasks of :meth:`_pass_refs`):
+        their column totals, then their squared deviations from the mean, each added up exactly
+        by ``treeAggregate`` (:class:`~sparkrank.engines.base.FeatureStatistics`: the local
+        engine's bits)."""
         from .base import FeatureStatistics
 
-        total = self._tree_sum(blocks.feature_stats_task(self.n_features), blocks.merge_stats)
-        return FeatureStatistics.empty(self.n_features) if total is None else total.padded(self.n_features)
+        totals = self._tree_sum(blocks.column_totals_task(self.n_features), blocks.add_totals)
+        if totals is None or totals.count == 0:
+            return FeatureStatistics.empty(self.n_features)
+        with self._broadcast(totals.mean()) as (mean,):
+            squares = self._tree_sum(blocks.centred_squares_task(mean, self.n_features), blocks.add_dd)
+        return FeatureStatistics.from_totals(totals.padded(self.n_features), squares)
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""

@@ -317,6 +317,61 @@ def rmatvec_dd_products(X, products: list[tuple[np.ndarray, int]], rows: tuple[i
     return [(hi[q], lo[q]) for q in range(len(products))]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _add_entry(j, x, mean, centred, hi, lo, count, low, high):
+    # one non-zero entry of column j: x (or (x - mean_j)²) into the column's double-double sum
+    t = (x - mean[j]) * (x - mean[j]) if centred else x
+    hi[j], lo[j] = two_sum(hi[j], lo[j], t)
+    count[j] += 1
+    low[j] = min(low[j], x)
+    high[j] = max(high[j], x)
+
+
+@njit(cache=True, nogil=True)
+def _dense_column_sums_dd(values, mean):
+    m, n = values.shape
+    hi, lo, count = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    centred = mean.shape[0] == n
+    for i in range(m):
+        for j in range(n):
+            x = np.float64(values[i, j])
+            if x != 0.0:
+                _add_entry(j, x, mean, centred, hi, lo, count, low, high)
+    return hi, lo, count, low, high
+
+
+@njit(cache=True, nogil=True)
+def _csr_column_sums_dd(indptr, indices, data, n, mean):
+    hi, lo, count = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    low, high = np.full(n, np.inf), np.full(n, -np.inf)
+    centred = mean.shape[0] == n
+    for e in range(indptr[0], indptr[indptr.shape[0] - 1]):
+        x = np.float64(data[e])
+        if x != 0.0:
+            _add_entry(indices[e], x, mean, centred, hi, lo, count, low, high)
+    return hi, lo, count, low, high
+
+
+def column_sums_dd(X, n_features: int, mean: np.ndarray | None = None):
+    """Per column of ``X`` (CSR, or dense rows) over its non-zero entries:
+    ``(Σx, count, min, max)``, with ``mean`` ``(Σ(x − mean)², count, min, max)``; the sum a
+    double-double.  Zeros, stored or not, are left out (the caller adds the zeros' share), so
+    dense and CSR rows give the same bits, and so does any split of the rows into blocks whose
+    sums are then added (the module docstring): the feature statistics of a standardization are
+    the same on every engine (Chan's pairwise merge of per-block means and M2 was not: their
+    last bits followed the partitioning, and TRON on MQ2008 carried that into a 1% difference
+    of the weights)."""
+    centre = np.zeros(0) if mean is None else np.ascontiguousarray(mean, dtype=np.float64)
+    if isinstance(X, np.ndarray):
+        hi, lo, count, low, high = _dense_column_sums_dd(np.ascontiguousarray(X), centre)
+    else:
+        n_rows = X.shape[0]
+        hi, lo, count, low, high = _csr_column_sums_dd(np.asarray(X.indptr[: n_rows + 1]), X.indices, X.data,
+                                                       int(n_features), centre)
+    return (hi, lo), count, low, high
+
+
 def sum_dd(x: np.ndarray) -> tuple[float, float]:
     """``Σ x`` as a double-double ``(hi, lo)``."""
     return _sum_dd(np.ascontiguousarray(x, dtype=np.float64))

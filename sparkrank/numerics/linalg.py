@@ -73,30 +73,3 @@ def matvec(X, v: np.ndarray, rows: tuple[int, int] | None = None) -> np.ndarray:
     return _dense_dot(np.ascontiguousarray(X[a:b]), np.ascontiguousarray(v, dtype=np.float64))
 
 
-@njit(cache=True, nogil=True)
-def dense_column_sums(values, mean):
-    """Per column of dense rows, over the non-zero entries only (as CSR stores them):
-    ``(Σx, count, min, max)``, or with ``mean`` given ``Σ(x - mean)²`` in the first slot.
-
-    Row by row, as ``np.bincount`` adds a CSR's entries, so the dense and CSR statistics of
-    the same rows are equal bit for bit.
-    """
-    m, n = values.shape
-    total = np.zeros(n)
-    count = np.zeros(n, dtype=np.int64)
-    lo = np.full(n, np.inf)
-    hi = np.full(n, -np.inf)
-    centred = mean.shape[0] == n
-    for i in range(m):
-        for j in range(n):
-            x = np.float64(values[i, j])
-            if x != 0.0:
-                if centred:
-                    d = x - mean[j]
-                    total[j] += d * d
-                else:
-                    total[j] += x
-                count[j] += 1
-                lo[j] = min(lo[j], x)
-                hi[j] = max(hi[j], x)
-    return total, count, lo, hi

@@ -716,24 +716,36 @@ def add_pair(a: Any, b: Any):
     return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
 
 
-def feature_stats_task(n_features: int):
-    """Per-feature count/mean/M2/min/max of each block (merged by ``treeAggregate``)."""
-    from ..engines.base import FeatureStatistics
+def column_totals_task(n_features: int):
+    """The first pass of the feature statistics: each block's
+    :class:`~sparkrank.engines.base.ColumnTotals` (added up by ``treeAggregate``, :func:`add_totals`)."""
+    from ..engines.base import ColumnTotals
 
     def task(refs):
         for ref in refs:
             if ref.n_rows:
-                X = open_block(ref.path, ref.width).X
-                if isinstance(X, np.ndarray):
-                    yield FeatureStatistics.from_dense(X).padded(n_features)
-                else:
-                    yield FeatureStatistics.from_csr(X.indptr, X.indices, X.data, ref.n_rows, n_features)
+                yield ColumnTotals.of_rows(open_block(ref.path, ref.width).X, n_features)
 
     return worker_task(task)
 
 
-def merge_stats(a: Any, b: Any):
-    """``treeAggregate`` combiner for :class:`~sparkrank.engines.base.FeatureStatistics`."""
+def add_totals(a: Any, b: Any):
+    """``treeAggregate`` combiner for :class:`~sparkrank.engines.base.ColumnTotals` (any order: the same bits)."""
     if a is None:
         return b
-    return a.merge(b)
+    return a.add(b)
+
+
+def centred_squares_task(mean_bc, n_features: int):
+    """The second pass of the feature statistics: each block's exact sums of ``(x − mean)²`` over
+    its non-zero entries (``mean_bc``: the means' broadcast; added up by :func:`add_dd`)."""
+    from ..numerics.exact_sum import column_sums_dd
+
+    def task(refs):
+        mean = mean_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                yield _padded(column_sums_dd(open_block(ref.path, ref.width).X, ref.width, mean[: ref.width])[0],
+                              n_features)
+
+    return worker_task(task)
