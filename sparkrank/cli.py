@@ -370,9 +370,10 @@ def _spark(args):
     conf = {"spark.driver.memory": args.driver_memory} if getattr(args, "driver_memory", None) else None
     spark = get_session(getattr(args, "master", None), conf=conf, log_level="INFO" if args.verbose else "WARN")
     if not args.verbose:
-        from .spark.errors import quiet_task_failure_logs
+        from .spark.errors import quiet_query_context_logs, quiet_task_failure_logs
 
         quiet_task_failure_logs(spark)
+        quiet_query_context_logs()
     return spark
 
 

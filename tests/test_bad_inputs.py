@@ -237,6 +237,41 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
+@pytest.mark.parametrize("kind", ["truncated", "csv-as-parquet"])
+def test_a_file_that_is_not_parquet_is_named_on_both_engines(spark, tmp_path, capsys, kind):
+    """A damaged Parquet file, or a CSV given --format parquet: one line naming the file on both
+    engines (Spark ended in a Py4JJavaError trace of 200 lines, exit 1)."""
+    table = pa.table({"label": [float(i % 3) for i in range(40)], "qid": [i // 10 for i in range(40)],
+                      "f1": [0.1 * i for i in range(40)]})
+    if kind == "truncated":
+        whole = tmp_path / "whole.parquet"
+        pq.write_table(table, whole)
+        path = tmp_path / "cut.parquet"
+        path.write_bytes(whole.read_bytes()[:300])
+        extra = ()
+    else:
+        path = tmp_path / "rows.csv"
+        path.write_text("label,qid,f1\n" + "".join(f"{i % 3},{i // 10},{0.1 * i}\n" for i in range(40)))
+        extra = ("--format", "parquet")
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, *extra)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"] == \
+        f"{path}: not a Parquet file, or a damaged one (its footer cannot be read)"
+
+
+def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
+    """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
+    the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""
+    path = tmp_path / "ids.csv"
+    path.write_text("label,qid,f1\n" + "".join(f"{i % 3},q{i // 10},{0.1 * i}\n" for i in range(40)))
+    rc, err = _train(path, "spark", tmp_path, capsys, "--where", "qid = 5")
+    assert rc == 2, err
+    assert _error_line(err).startswith("[CAST_INVALID_INPUT] The value 'q0' of the type \"STRING\" cannot be cast")
+
+
 def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
     """Several files, a bad row in the second, and a --where that drops rows before it: both
     engines count the row in its own file, before the filter (Spark's _metadata.row_index)."""

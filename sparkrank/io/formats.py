@@ -21,6 +21,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib.util
+import re
 from dataclasses import dataclass
 
 from ..data.block import DataError
@@ -99,10 +100,29 @@ class DeltaFormat(Format):
         return spark.read.format("delta").load(uris[0])
 
 
+def unreadable_parquet(path: str) -> str:
+    """The message of a file read as Parquet that is not one (or is damaged): the same on both
+    engines (pyarrow and Spark word it differently)."""
+    from .uri import display_name
+
+    return f"{display_name(path)}: not a Parquet file, or a damaged one (its footer cannot be read)"
+
+
+# pyarrow: "Could not open Parquet input source '<path>': Parquet magic bytes not found in footer"
+_PARQUET_WITHOUT_FOOTER = re.compile(r"Could not open Parquet input source '(.+?)': .*(?:magic bytes|footer)", re.S)
+
+
 def _arrow_dataset(path: str, fmt):
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
-    return ds.dataset(path, format=fmt, partitioning="hive")
+    try:
+        return ds.dataset(path, format=fmt, partitioning="hive")
+    except pa.ArrowInvalid as exc:
+        unreadable = _PARQUET_WITHOUT_FOOTER.search(str(exc)) if fmt == "parquet" else None
+        if unreadable is None:
+            raise
+        raise DataError(unreadable_parquet(unreadable.group(1))) from None
 
 
 def _union(datasets):

@@ -30,11 +30,25 @@ _FAILED_READ = re.compile(r"FAILED_READ_FILE[\w.]*\] Encountered error while rea
 _GZIP_CAUSE = re.compile(r"Caused by: java\.(?:io\.EOFException|util\.zip\.ZipException)")
 
 
+# "[FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading file file:/x/a.parquet."
+_NO_FOOTER = re.compile(r"CANNOT_READ_FILE_FOOTER\] Encountered error while reading file (\S+?)\.\s")
+
+#: Spark's error conditions that come from the input or the command line, not from sparkrank
+#: or the cluster (a value that a --where cannot cast, a CSV header that names a column twice,
+#: an unknown column or bad SQL, a path that is not there): reported in one line, as a DataError.
+INPUT_CONDITIONS = ("CAST_INVALID_INPUT", "COLUMN_ALREADY_EXISTS", "UNRESOLVED_COLUMN", "PARSE_SYNTAX_ERROR",
+                    "DATATYPE_MISMATCH", "PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA", "FAILED_READ_FILE")
+# "[CAST_INVALID_INPUT] The value 'q1' of the type ... SQLSTATE: 22018" up to the end of its line
+_INPUT_CONDITION = re.compile(r"\[((?:%s)[\w.]*)\] ([^\n]*?)(?:\s*SQLSTATE: \w+)?\s*(?:\n|$)" % "|".join(INPUT_CONDITIONS))
+
+
 def data_error_in(exc: BaseException) -> DataError | None:
     """The :class:`DataError` a Spark task raised, if ``exc`` is the job failure it caused.
 
     Also a ``.gz`` file that Hadoop's decoder found truncated or corrupt (the text source
-    streams those, see :mod:`sparkrank.spark.svmlight`) becomes the local reader's error.
+    streams those, see :mod:`sparkrank.spark.svmlight`) becomes the local reader's error, a file
+    read as Parquet that is not one the local reader's error too, and any other of Spark's
+    :data:`INPUT_CONDITIONS` its own first line (no JVM stack trace).
     """
     if isinstance(exc, DataError):
         return exc
@@ -50,7 +64,28 @@ def data_error_in(exc: BaseException) -> DataError | None:
         cls = _data_error_class(match.group(1))
         if cls is not None:
             return cls(match.group(2).strip())
+    no_footer = _NO_FOOTER.search(text)
+    if no_footer:
+        from ..io.formats import unreadable_parquet
+
+        return DataError(unreadable_parquet(no_footer.group(1)))
+    condition = _INPUT_CONDITION.search(text)
+    if condition:
+        return DataError(f"[{condition.group(1)}] {condition.group(2).strip()}")
     return None
+
+
+#: PySpark's loggers that print a failed query's error, with its JVM stack trace, before raising it.
+QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+def quiet_query_context_logs() -> None:
+    """Keep PySpark from logging (at ERROR, as a JSON line with the JVM stack trace) an analysis
+    or execution error it is about to raise: the command line reports it in one line instead."""
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def _data_error_class(name: str):
