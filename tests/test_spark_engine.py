@@ -14,7 +14,10 @@ from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.evaluation import evaluate_ranking
 from sparkrank.evaluation.evaluate import evaluate_model
+from sparkrank.engines.registry import make_engine
 from sparkrank.engines.spark import SparkEngine
+from sparkrank.io.sources import open_source
+from sparkrank.numerics.exact_sum import dd_add
 from sparkrank.training import train
 
 
@@ -208,6 +211,32 @@ def test_predict_keeps_id_columns_and_per_query_metrics(spark, synthetic, tmp_pa
 
 #: solver -> max_iter of the MQ2008 checks
 MQ2008_SOLVERS = {"tron": None, "bmrm": 40}
+
+
+def test_wide_sparse_blocks_ship_their_non_zero_columns_with_the_same_bits(spark, tmp_path):
+    """One SVMlight row with feature 100,000: each block's column sums travel as their non-zero
+    columns (SparseSums; dense ones cost 16 bytes per feature per product and, at feature
+    4,000,000, ran the local driver's JVM out of heap), and the model is the local engine's."""
+    from sparkrank.spark import blocks
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(2, 70000)), rng.normal(size=(2, 70000))
+    a[:, rng.random(70000) < 0.9] = 0.0
+    sparse = blocks._padded((a[0], a[1]), 70000)
+    assert isinstance(sparse, blocks.SparseSums) and sparse.columns.shape[0] < 70000 // 4
+    for x, y in ((sparse, (b[0], b[1])), ((b[0], b[1]), sparse), (sparse, sparse)):
+        got = blocks.add_dd(x, y)
+        want = dd_add(blocks.dense_sums(x), blocks.dense_sums(y))
+        assert all(np.array_equal(g.view(np.int64), w.view(np.int64)) for g, w in zip(got, want))
+    lines = [f"{i % 3} qid:{i // 20} 1:{rng.random():.4f} 2:{rng.random():.4f}" for i in range(200)]
+    lines[31] += " 100000:1.0"
+    path = tmp_path / "wide.svm"
+    path.write_text("\n".join(lines) + "\n")
+    local = train(read_ranking_data(str(path)), C=1.0)
+    with make_engine(open_source(str(path), spark=spark), "spark", spark=spark, num_partitions=2) as engine:
+        distributed = train(engine, C=1.0)
+    assert distributed.weights.shape == local.weights.shape == (100000,)
+    np.testing.assert_array_equal(distributed.weights, local.weights)
 
 
 def test_feature_statistics_equal_the_local_engines_bits(spark, synthetic, tmp_path):

@@ -516,8 +516,8 @@ class SparkEngine(Engine):
         stats, grad, counts, moments = total if total is not None else \
             ((np.zeros(0), np.zeros(0)), None, np.zeros(2), None)
         self._processed += (1, int(counts[0]), int(counts[1]))
-        grad = None if grad is None else dd_round(grad)
-        moments = None if moments is None else [dd_round(m) for m in moments]
+        grad = None if grad is None else dd_round(blocks.dense_sums(grad))
+        moments = None if moments is None else [dd_round(blocks.dense_sums(m)) for m in moments]
         return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None, moments)
 
     def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
@@ -551,6 +551,7 @@ class SparkEngine(Engine):
         if total is None:
             return [np.zeros(self.n_features) for _ in products]
         sums, rows, terms = total
+        sums = [blocks.dense_sums(t) for t in sums]
         # the steps of Xᵀc that the partitions cut, summed here as one partition would have
         return [dd_round(t) for t in add_split_steps(sums, self.groups.offsets, rows, terms)]
 
@@ -588,7 +589,8 @@ class SparkEngine(Engine):
             zero = np.zeros(self.n_features)
             total = ((np.zeros(0), np.zeros(0)), (zero, zero), (zero, zero), np.zeros(2))
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
-        return ColumnMoments(dd_round(total[0]), dd_round(total[1]), dd_round(total[2]))
+        return ColumnMoments(dd_round(total[0]), dd_round(blocks.dense_sums(total[1])),
+                             dd_round(blocks.dense_sums(total[2])))
 
     def progress(self) -> dict[str, int]:
         passes, rows, groups = (int(v) for v in self._processed)
@@ -617,7 +619,7 @@ class SparkEngine(Engine):
             return FeatureStatistics.empty(self.n_features)
         with self._broadcast(totals.mean()) as (mean,):
             squares = self._tree_sum(blocks.centred_squares_task(mean, self.n_features), blocks.add_dd)
-        return FeatureStatistics.from_totals(totals.padded(self.n_features), squares)
+        return FeatureStatistics.from_totals(totals.padded(self.n_features), blocks.dense_sums(squares))
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""
