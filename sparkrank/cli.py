@@ -817,6 +817,8 @@ def _cmd_tune(args) -> int:
                 checkpoint_dir=args.checkpoint_dir, checkpoint_interval=args.checkpoint_interval, resume=args.resume)
     train_source = inputs.source()
     valid_source = inputs.source([args.valid], train_source.columns) if args.valid else None
+    if valid_source is not None:
+        opts["names"] = (f"--input {train_source.name}", f"--valid {valid_source.name}")
     train_data = valid_data = None
     if inputs.kind == "local":
         train_data = inputs.ranking_data(train_source)

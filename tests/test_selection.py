@@ -271,6 +271,21 @@ def test_cli_tune_on_spark_matches_local(spark, tmp_path, capsys):
     assert not math.isnan(on_spark["best_metric"])
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_cli_tune_refuses_validation_data_wider_than_the_training_data(spark, tmp_path, capsys, engine):
+    """As evaluate refuses it for the model: before any C is trained, on both engines alike."""
+    narrow, wide = tmp_path / "narrow.txt", tmp_path / "wide.txt"
+    narrow.write_text("".join(f"{i % 3} qid:{i // 4} 1:{i} 2:{i % 5}\n" for i in range(16)))
+    wide.write_text("".join(f"{i % 3} qid:{i // 4} 1:{i} 4:{i % 5}\n" for i in range(16)))
+    capsys.readouterr()
+    assert main(["tune", "--engine", engine, "--input", str(narrow), "--valid", str(wide), "--C-grid", "1",
+                 "-q"]) == 2
+    out, err = capsys.readouterr()
+    assert err.strip() == (f"sparkrank tune: error: --valid {wide} has 4 feature columns but --input {narrow} has "
+                           "only 2: a model trained on it has no weights for the features beyond")
+    assert "best C" not in out
+
+
 def test_kfold_on_spark_trains_each_fold_and_refits(spark, split):
     data, _ = split
     qid = np.repeat(data.qids, data.groups.group_sizes)

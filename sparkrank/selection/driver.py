@@ -49,6 +49,7 @@ def tune(
     checkpoint_dir: str | None = None,
     checkpoint_interval: int = 1,
     resume: bool = False,
+    names: tuple[str, str] = ("the training data", "the validation data"),
 ) -> TuneResult:
     """Pick ``C`` by validation-set or group-wise k-fold scores, warm-starting along the grid.
 
@@ -92,6 +93,8 @@ def tune(
         :class:`~sparkrank.checkpoints.CheckpointMismatchError`): finished Cs are reused, the
         interrupted one resumes, and the table and best model equal an undisturbed search's
         (weights bit for bit with TRON, BMRM and NCG; seconds are the recorded ones).
+    names : (str, str)
+        How messages name ``train_data`` and ``valid`` (the CLI: ``--input X``, ``--valid Y``).
 
     Returns
     -------
@@ -146,9 +149,11 @@ def tune(
             fold_sum[j] = fit_length(prev, n) + fit_length(w, n)
 
     # feature widths of training and held-out parts may differ (the largest index seen in
-    # each); weights are padded or cut to the held-out width, unseen features score 0
+    # each); weights are padded to the held-out width.  A k-fold part may be narrower than its
+    # training part, a validation set may not: evaluate refuses such data for the model
     if valid is not None:
         with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+            check_valid_width(tr, va, names)
             paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
                            checkpoints and checkpoints.path(0, tr, va))]
             held_out = [_sizes(va)]
@@ -205,6 +210,16 @@ def tune(
                     "solver's relative stopping rule; a smaller tol (e.g. 1e-5) gives a finer metric-vs-C curve",
                     len(kept), len(rows), kept[0])
     return result
+
+
+def check_valid_width(tr: Engine, va: Engine, names: tuple[str, str]) -> None:
+    """A ``DataError`` before any fit when the validation rows ``va`` are wider than the
+    training rows ``tr``: every model of the grid would have no weights for the features beyond,
+    and ``sparkrank evaluate`` refuses such data for such a model.  ``names``: (training, validation)."""
+    n_train, n_valid = tr.summary.n_features, va.summary.n_features
+    if n_valid > n_train:
+        raise DataError(f"{names[1]} has {n_valid} feature columns but {names[0]} has only {n_train}: a model "
+                        "trained on it has no weights for the features beyond")
 
 
 def _sizes(engine: Engine) -> dict[str, int]:
