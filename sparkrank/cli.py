@@ -223,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
     p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
-    p.add_argument("--init-model", metavar="MODEL", help="warm start from this model's weights")
+    p.add_argument("--init-model", metavar="MODEL",
+                   help="warm start from this model's weights (one per feature of the data: a model of another "
+                        "width is an error)")
     p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
     _add_checkpoint_options(p, "the solver's state during the fit",
                             "from the newest checkpoint in --checkpoint-dir (same data and settings; TRON, BMRM "
@@ -392,18 +394,11 @@ def _cmd_train(args) -> int:
     check_output_file(args.model, inputs.spark)  # a bad --model path fails now, not after training
     if args.report:
         _check_report_dir(args.report, inputs.spark)
-    w0 = None
     init = _load_model(args.init_model) if args.init_model else None
-    n_features = args.n_features
-    if init is not None:
-        n_features = max(n_features or 0, init.n_features) or None
-    check_max_features(n_features or 0, None, "--n-features / --init-model")
+    check_max_features(args.n_features or 0, None, "--n-features")
     source = inputs.source()
-    with inputs.engine(source, n_features) as engine:
-        if init is not None:
-            w0 = np.zeros(engine.summary.n_features)
-            k = min(init.n_features, w0.shape[0])
-            w0[:k] = init.weights[:k]
+    with inputs.engine(source, args.n_features) as engine:
+        w0 = None if init is None else _init_weights(args, init, engine.summary.n_features)
         start = _checkpoints(args, engine, w0)
         model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
                       counting=args.counting, max_iter=args.max_iter, w0=start.w0,
@@ -419,6 +414,21 @@ def _cmd_train(args) -> int:
     if args.report:
         _train_report(args, model, inputs)
     return 0
+
+
+def _init_weights(args, init, n_features: int) -> np.ndarray:
+    """``--init-model``'s weights as the start point on data of ``n_features`` columns.
+
+    The data's width is decided first (its largest feature, or ``--n-features``) and the
+    model must match it: padding would blame the data for features the model has, and cutting
+    or widening would silently train another model than the one asked for.
+    """
+    if init.n_features != n_features:
+        hint = (f"; --n-features {init.n_features} reads the data as wide as the model"
+                if init.n_features > n_features and args.n_features is None else "")
+        raise DataError(f"--init-model {args.init_model} has {init.n_features} weights but the data has "
+                        f"{n_features} features{hint}")
+    return init.weights.copy()
 
 
 def _remember_source(model, inputs: "_Inputs", source) -> None:

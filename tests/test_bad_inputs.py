@@ -408,7 +408,21 @@ def test_max_features_can_be_raised(tmp_path, capsys):
     rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000")
     assert rc == 0, err
     rc, err = _train(path, "local", tmp_path, capsys, "--max-features", "5000", "--n-features", "6000")
-    assert rc == 2 and "--n-features / --init-model needs 6000 feature columns" in _error_line(err)
+    assert rc == 2 and "--n-features needs 6000 feature columns" in _error_line(err)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_init_model_of_another_width_than_the_data_is_an_error_on_both_engines(spark, tmp_path, capsys, engine):
+    path = _text(tmp_path / "seven.txt", _lines(40))  # features 1, 3, 7
+    for n in (5, 9):  # neither padded nor cut: the data's width (its largest index) decides
+        init = tmp_path / f"init{n}.json"
+        init.write_text(json.dumps({"weights": [0.1] * n, "solver": "tron", "C": 1.0}))
+        rc, err = _train(path, engine, tmp_path, capsys, "--init-model", str(init))
+        assert rc == 2 and _error_line(err).startswith(f"--init-model {init} has {n} weights but the data has 7 "
+                                                       "features"), err
+    rc, err = _train(path, engine, tmp_path, capsys, "--init-model", str(init), "--n-features", "9")
+    assert rc == 0, err  # an explicit --n-features reads the data as wide as the model
+    assert len(json.loads((tmp_path / f"m-{engine}.json").read_text())["weights"]) == 9
 
 
 # ----------------------------------------------------------------------------- subprocess
