@@ -425,6 +425,21 @@ def test_init_model_of_another_width_than_the_data_is_an_error_on_both_engines(s
     assert len(json.loads((tmp_path / f"m-{engine}.json").read_text())["weights"]) == 9
 
 
+@pytest.mark.parametrize("with_qid", [True, False], ids=["qid", "no-qid"])
+def test_feature_cols_on_svmlight_input_is_the_same_error_on_both_engines(spark, tmp_path, capsys, with_qid):
+    lines = _lines(40) if with_qid else [ln.replace(f" qid:{ln.split(' qid:')[1].split()[0]}", "")
+                                         for ln in _lines(40)]
+    path = _text(tmp_path / "named.txt", lines)
+    errors = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--feature-cols", "f1", "f2")
+        assert rc == 2, err
+        errors[engine] = _error_line(err)
+    columns = "label, qid, indices, values" if with_qid else "label, indices, values"
+    assert errors["local"] == errors["spark"] == f"{path}: no feature column 'f1', no feature column 'f2'; " \
+                                                 f"columns are {columns}"
+
+
 # ----------------------------------------------------------------------------- subprocess
 
 

@@ -236,6 +236,8 @@ class Source:
             layout = layout or part.qid_layout
             parts.append(part)
         X, labels, qid = _stack_svmlight(parts)
+        names = svmlight_columns(qid is not None)  # checked as on Spark, e.g. --feature-cols: there are none
+        _svmlight_column_spec(self.columns, names, f"{self.name}: ").check(names, f"{self.name}: ")
         if not group:
             qid = None
         if self.where:
@@ -314,11 +316,7 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     if where_filter:
         df = _spark_filter(df, where_filter, where)
     names = df.columns
-    check = columns
-    if svmlight:
-        _check_svmlight_group(columns.group, where)
-        if "qid" not in names:
-            check = replace(columns, group=())
+    check = _svmlight_column_spec(columns, names, where) if svmlight else columns
     check.check(names, where)
     if columns.feature_cols:
         from pyspark.sql.types import BooleanType, NumericType, StringType
@@ -357,6 +355,19 @@ def group_expression(group: Sequence[str]):
         any_null = any_null | p.isNull()
     return F.when(any_null, F.lit(None).cast("string")).otherwise(
         F.to_json(F.struct(*[p.alias(g) for p, g in zip(parts, group)])))
+
+
+def svmlight_columns(has_qid: bool) -> list[str]:
+    """The columns of SVMlight rows (as :func:`~sparkrank.spark.svmlight.read_svmlight_dataframe`
+    reads them on Spark), for the column messages in-process."""
+    return ["label", *(["qid"] if has_qid else []), "indices", "values"]
+
+
+def _svmlight_column_spec(columns: ColumnSpec, names: Sequence[str], where: str) -> ColumnSpec:
+    """The column roles to check against SVMlight rows' column ``names``, on both engines:
+    ``columns``, without the group when the rows have no ``qid:`` tokens."""
+    _check_svmlight_group(columns.group, where)
+    return columns if "qid" in names else replace(columns, group=())
 
 
 def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
