@@ -1,4 +1,4 @@
-"""Every named choice sparkrank offers, and the one check for a named option.
+"""Every named choice sparkrank offers, and the one check for a named or a numeric option.
 
 The CLI (``choices=``), the pyspark.ml params and evaluator, and the modules that implement
 each choice all read these tuples; the first entry is not necessarily the default (defaults
@@ -7,6 +7,8 @@ are next to each tuple).  Solver names come from :mod:`sparkrank.solvers.registr
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
 from typing import Iterable
 
 #: Support-pair counting structures (lee-lin2014 §2.3-2.5, :mod:`sparkrank.kernels.counting`).
@@ -43,3 +45,19 @@ def check_choice(value: str, choices: Iterable[str], what: str) -> str:
     if value not in choices:
         raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(map(str, choices))}")
     return value
+
+
+def check_positive_int(value, what: str) -> int:
+    """``value`` as an ``int`` if it is an integer >= 1 (an iteration cap, a count), else a
+    ``ValueError`` naming ``what``; the CLI's parser and the Python API say it alike."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_positive_float(value, what: str) -> float:
+    """``value`` as a ``float`` if it is a finite number > 0 (a tolerance), else a ``ValueError``
+    naming ``what``: a tolerance of 0 or less, NaN or infinity cannot stop a solver as asked."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a finite positive number, got {value!r}")
+    return float(value)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import __version__
 from .choices import (COUNTING_METHODS, DEFAULT_COUNTING, DTYPES, NDCG_DISCOUNTS, PLACEMENTS, STANDARDIZATIONS,
-                      ZERO_IDCG_RULES)
+                      ZERO_IDCG_RULES, check_positive_float, check_positive_int)
 from .conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from .data.block import DataError, check_max_features, feature_limit
 from .engines.registry import ENGINES
@@ -73,6 +73,26 @@ named column that does not exist is an error that lists the columns.
 """ % ("" if DELTA_AVAILABLE else " (needs the delta-spark package:\nnot installed here)")
 
 
+def _positive(kind: type):
+    """An argparse ``type=`` for ``int`` or ``float`` options that must be positive (and finite):
+    a bad value is a usage error (exit 2) before any work, worded by the same check as the
+    Python API's (:func:`sparkrank.choices.check_positive_int` / ``check_positive_float``)."""
+    check = check_positive_int if kind is int else check_positive_float
+
+    def parse(text: str):
+        value = kind(text)  # not a number: argparse's own "invalid int value: 'x'"
+        try:
+            return check(value, "")
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+POSITIVE_INT, POSITIVE_FLOAT = _positive(int), _positive(float)
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="debug logging, and Spark's log level INFO (default: Spark warnings only, from the "
@@ -99,7 +119,7 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--feature-cols", nargs="+", metavar="COL",
                    help="numeric columns to use as features (remembered in the model: predict and evaluate "
                         "need no repetition)")
-    g.add_argument("--max-features", type=int, metavar="N",
+    g.add_argument("--max-features", type=POSITIVE_INT, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
                         "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
     g.add_argument("--drop-invalid-rows", action="store_true",
@@ -179,14 +199,14 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                    help="auto (default): see below; " + "; ".join(f"{e.name}: {e.description}"
                                                                   for e in ENGINES.values()))
     g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077 (implies Spark)")
-    g.add_argument("--partitions", type=int, help="Spark blocks to build (default: default parallelism)")
+    g.add_argument("--partitions", type=POSITIVE_INT, help="Spark blocks to build (default: default parallelism)")
     g.add_argument("--placement", choices=PLACEMENTS, default="auto",
                    help="where the pair counting runs: executor (grouped data, default) or driver")
-    g.add_argument("--aggregation-depth", type=int, metavar="D",
+    g.add_argument("--aggregation-depth", type=POSITIVE_INT, metavar="D",
                    help="Spark: treeAggregate depth of a pass's sums (default: 1, one stage per pass, unless "
                         "partitions x features exceed ~700k; then 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
-    g.add_argument("--threads", type=int, metavar="N",
+    g.add_argument("--threads", type=POSITIVE_INT, metavar="N",
                    help="local engine: threads for parsing SVMlight text, the products and the pair counting "
                         "(default: every core); "
                         "the model is the same bit for bit for any N")
@@ -215,18 +235,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write the model JSON (checked writable before training; written atomically)")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
     reg = p.add_mutually_exclusive_group()
-    reg.add_argument("-C", "--C", dest="C", type=float, help="LIBLINEAR-style C (default 1)")
-    reg.add_argument("--lambda", dest="lam", type=float,
+    reg.add_argument("-C", "--C", dest="C", type=POSITIVE_FLOAT, help="LIBLINEAR-style C (default 1)")
+    reg.add_argument("--lambda", dest="lam", type=POSITIVE_FLOAT,
                      help="BMRM-style λ (alternative to -C; solvers "
                           f"{', '.join(s.name for s in SOLVERS.values() if s.takes_lambda)})")
-    p.add_argument("--tol", type=float, default=None, help=_tol_help())
+    p.add_argument("--tol", type=POSITIVE_FLOAT, default=None, help=_tol_help())
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree; 'pairs' is the O(m²) baseline)")
-    p.add_argument("--max-iter", type=int, default=None, help="cap on outer iterations")
+    p.add_argument("--max-iter", type=POSITIVE_INT, default=None, help="cap on outer iterations")
     p.add_argument("--init-model", metavar="MODEL",
                    help="warm start from this model's weights (one per feature of the data: a model of another "
                         "width is an error)")
-    p.add_argument("--n-features", type=int, default=None, help="feature count (default: largest index seen)")
+    p.add_argument("--n-features", type=POSITIVE_INT, default=None, help="feature count (default: largest index seen)")
     _add_checkpoint_options(p, "the solver's state during the fit",
                             "from the newest checkpoint in --checkpoint-dir (same data and settings; TRON, BMRM "
                             "and NCG continue bit for bit, TopPush from its weights)")
@@ -262,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
                    description="Print one JSON object: pairwise accuracy, AUC, NDCG@k, mean NDCG, objective.")
     p.add_argument("--model", required=True, help="model JSON")
     _add_input(p, "labelled rows")
-    p.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10], help="NDCG cut-offs (default 1 3 5 10)")
+    p.add_argument("--k", type=POSITIVE_INT, nargs="+", default=[1, 3, 5, 10], help="NDCG cut-offs (default 1 3 5 10)")
     p.add_argument("--ndcg-discount", choices=NDCG_DISCOUNTS, default=DEFAULT_NDCG_DISCOUNT,
                    help="letor: 1/log2(max(2,i)) (default); yahoo: 1/log2(i+1)")
     p.add_argument("--zero-idcg", choices=ZERO_IDCG_RULES, default=DEFAULT_ZERO_IDCG,
@@ -283,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True,
                    help="target: *.parquet / *.pq for Parquet (a directory on Spark), *.csv / *.tsv for CSV/TSV "
                         "(in-process, up to 10,000 features), anything else for SVMlight (in-process)")
-    p.add_argument("--n-features", type=int, metavar="N",
+    p.add_argument("--n-features", type=POSITIVE_INT, metavar="N",
                    help="in-process: write N feature columns (default: the largest index seen), e.g. a test "
                         "file's CSV as wide as its training file's")
     p.add_argument("--partition-by", nargs="+", metavar="COL", default=(),
@@ -451,7 +471,7 @@ def _check_report_dir(directory: str, spark) -> None:
 def _add_checkpoint_options(p, what: str, resume_help: str) -> None:
     """``--checkpoint-dir/--checkpoint-interval/--resume`` (train and tune)."""
     p.add_argument("--checkpoint-dir", metavar="URI", help=f"write {what} here (local path or Hadoop URI)")
-    p.add_argument("--checkpoint-interval", type=int, default=1, metavar="K",
+    p.add_argument("--checkpoint-interval", type=POSITIVE_INT, default=1, metavar="K",
                    help="checkpoint every K solver iterations (default 1)")
     p.add_argument("--resume", action="store_true", help=f"continue {resume_help}")
 
@@ -763,10 +783,10 @@ def _add_tune_and_report(sub) -> None:
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
     p.add_argument("--metric", default=DEFAULT_METRIC, help=f"validation metric: {METRICS_HELP} "
                                                             f"(default {DEFAULT_METRIC})")
-    p.add_argument("--tol", type=float, default=None,
+    p.add_argument("--tol", type=POSITIVE_FLOAT, default=None,
                    help="solver tolerance (default: the solver's); with warm starts TRON's relative rule lets "
                         "large C keep the previous C's solution (rows marked 'kept'): 1e-5 avoids that")
-    p.add_argument("--max-iter", type=int, default=None, help="cap on solver iterations per C")
+    p.add_argument("--max-iter", type=POSITIVE_INT, default=None, help="cap on solver iterations per C")
     p.add_argument("--counting", choices=COUNTING_METHODS, default=DEFAULT_COUNTING,
                    help="pair-counting structure (default selection tree)")
     p.add_argument("--cold-start", action="store_true", help="train every C from w = 0 (for comparison)")

@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from .choices import DEFAULT_COUNTING
+from .choices import DEFAULT_COUNTING, check_positive_float, check_positive_int
 from .conventions import c_from_lambda
 from .data.block import DataError, RankingData
 from .engines.base import Engine
@@ -86,6 +86,8 @@ def train(
         gap (1e-3); TopPush: certified relative duality gap (1e-3).
     counting : {"selection", "rbtree", "direct", "pairs"}
     max_iter : int, optional
+        Cap on the solver's iterations (default: the solver's); ``tol`` and ``max_iter`` must
+        be positive (a ``ValueError`` otherwise, before any engine pass).
     w0 : ndarray, optional
         Warm start.
     solver_options : dict, optional
@@ -112,6 +114,8 @@ def train(
     spec = solver_spec(solver)
     options, run_options = spec.split_options(solver_options)  # bad options fail before any engine pass
     check_counting_method(counting)
+    tol = spec.default_tol if tol is None else check_positive_float(tol, "tol")
+    max_iter = spec.default_max_iter if max_iter is None else check_positive_int(max_iter, "max_iter")
     engine = LocalEngine(data) if isinstance(data, RankingData) else data
     C = resolve_c(engine, C, lam, solver)
     summary = engine.summary
@@ -120,7 +124,6 @@ def train(
         solver, spec.loss, summary.n_rows, summary.n_features, summary.n_groups,
         summary.n_groups_without_pairs, summary.n_pairs, C,
     )
-    tol = spec.default_tol if tol is None else float(tol)
     if w0 is not None:
         if np.shape(w0) != (summary.n_features,):
             raise ValueError(f"initial weights have shape {np.shape(w0)}, expected ({summary.n_features},)")
@@ -133,7 +136,7 @@ def train(
     try:
         # overflow is detected and reported (NonFiniteError), not warned about on the way
         with np.errstate(over="ignore", invalid="ignore"):
-            result = spec.run(objective, w0, tol=tol, max_iter=max_iter or spec.default_max_iter,
+            result = spec.run(objective, w0, tol=tol, max_iter=max_iter,
                               callback=callback, **run_options,
                               **({"resume": resume} if resume and spec.resumes else {}))
     except (ValueError, ArithmeticError) as exc:  # NonFiniteError, or a kernel's error on absurd scores
@@ -166,7 +169,7 @@ def train(
             "message": result.message,
             "stopping_measure": result.measure,
             "stopping_value": result.measure_value,
-            "max_iter": max_iter or spec.default_max_iter,
+            "max_iter": max_iter,
             "seconds": result.seconds,
             "history": result.history,
             "n_rows": summary.n_rows,

@@ -117,6 +117,33 @@ def test_help_for_every_command(capsys):
         assert "usage: sparkrank" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command, option, value", [
+    ("train", "--max-iter", "0"), ("train", "--max-iter", "-5"), ("train", "--tol", "-1"), ("train", "--tol", "0"),
+    ("train", "--tol", "nan"), ("train", "--checkpoint-interval", "0"), ("train", "--threads", "0"),
+    ("train", "--partitions", "0"), ("train", "--aggregation-depth", "0"), ("train", "--n-features", "0"),
+    ("tune", "--max-iter", "0"), ("tune", "--tol", "-1"), ("tune", "--checkpoint-interval", "-1"),
+    ("tune", "--partitions", "-2"), ("convert", "--n-features", "-1"),
+])
+def test_numeric_options_are_checked_by_the_parser(tmp_path, capsys, command, option, value):
+    out = str(tmp_path / ("m.json" if command != "convert" else "c.parquet"))
+    args = {"train": ["--model", out], "tune": ["--valid", "sample:test"], "convert": ["--output", out]}[command]
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--input", "sample:train", *args, f"{option}={value}"])
+    kind = "finite positive number" if option == "--tol" else "positive integer"
+    assert exc.value.code == 2
+    assert f"sparkrank {command}: error: argument {option}: must be a {kind}, got " in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("bad", [dict(max_iter=0), dict(max_iter=-5), dict(tol=-1.0), dict(tol=float("nan"))])
+def test_train_refuses_a_non_positive_max_iter_or_tol(bad):
+    from sparkrank import train
+    from sparkrank.data.io import read_ranking_data
+
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be a (finite )?positive"):
+        train(read_ranking_data("sample:train"), **bad)
+
+
 @pytest.mark.parametrize("C", [1.0, 128.0])
 def test_mq2008_tron(C, tmp_path, capsys):
     fold = require(MQ2008)

@@ -14,7 +14,8 @@ from typing import Any
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol, HasPredictionCol
 
-from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, PLACEMENTS, STANDARDIZATIONS
+from ..choices import (COUNTING_METHODS, DEFAULT_COUNTING, PLACEMENTS, STANDARDIZATIONS, check_positive_float,
+                       check_positive_int)
 
 
 def _choice(name: str, choices) -> Any:
@@ -36,20 +37,14 @@ def _solvers():
 
 def _positive_float(name: str):
     def convert(value):
-        value = TypeConverters.toFloat(value)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite positive number; got {value!r}")
-        return value
+        return check_positive_float(TypeConverters.toFloat(value), name)
 
     return convert
 
 
 def _positive_int(name: str):
     def convert(value):
-        value = TypeConverters.toInt(value)
-        if value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        return value
+        return check_positive_int(TypeConverters.toInt(value), name)
 
     return convert
 
