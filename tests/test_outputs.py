@@ -102,6 +102,19 @@ def test_impossible_model_path_fails_before_training(tmp_path, capsys, small):
     assert rc == 2 and "is a directory" in err
 
 
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_output_path_ending_in_a_slash_fails_before_any_work(tmp_path, capsys, small, command):
+    """A file target named like a directory (``newmodel/``) used to pass the probe and fail
+    only when the finished model or scores were written ('Not a directory')."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
+    target = f"{tmp_path / 'new'}/"
+    option = {"train": ["--model", target], "predict": ["--model", str(model), "--output", target]}[command]
+    rc, err = _run(capsys, command, "--engine", "local", "--input", str(small), *option)
+    assert rc == 2 and f"sparkrank {command}: error: output {target} ends in '/'" in err, err
+    assert not (tmp_path / "new").exists()
+
+
 def _lock(directory) -> bool:
     """Make ``directory`` unwritable: mode 0500, or for root (whom modes do not stop) the
     immutable attribute.  False when neither works here."""

@@ -2,7 +2,7 @@
 
 * :func:`check_output_file` / :func:`check_output_dir` run before training or scoring: the
   location must be writable (a probe file is written and removed), a file target must not be
-  a directory, and a directory target that exists and is not empty is refused unless the
+  a directory or end in ``/``, and a directory target that exists and is not empty is refused unless the
   write mode is ``overwrite`` (``--overwrite`` / ``--mode overwrite``).  A read-only or
   impossible ``--model`` path therefore fails in the first second, not after training.
 * :func:`write_dataframe` writes a Spark DataFrame as Parquet (optionally partitioned).
@@ -26,10 +26,13 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def check_output_file(path: str, spark=None) -> None:
-    """``path`` can be written as a file: not a directory, its directory writable.
+    """``path`` can be written as a file: not a directory (nor named like one, ending in ``/``),
+    its directory writable.
 
     Raises ``OSError`` (naming the path) otherwise.  Creates the parent directory.
     """
+    if path.endswith("/"):  # the probe would pass in the parent; only the final rename would fail
+        raise OSError(f"output {path} ends in '/': give a file name, not a directory")
     fs = filesystem(path, spark)
     if fs.is_dir(path):
         raise OSError(f"output {path} is a directory, not a file")
