@@ -199,7 +199,8 @@ class RankingModel:
 
         Every defect is a ``ValueError`` naming ``source``: not an object, a missing or
         ``null`` key, weights that are not one finite number per feature, a standardization
-        of another length, an unknown format version.
+        of another length, an unknown format version, an ``intercept`` that is not the one
+        the model scores with (0 without standardization).
         """
         if not isinstance(d, dict):
             raise ValueError(f"{source} holds a JSON {type(d).__name__}, not an object with weights")
@@ -222,7 +223,7 @@ class RankingModel:
                 weights = _weight_vector(d["standardized_weights"], source, "standardized_weights")
             elif st.n_features == weights.shape[0]:
                 weights = weights / st.scale
-        return cls(
+        model = cls(
             standardization=st,
             source=source,
             weights=weights,
@@ -235,6 +236,9 @@ class RankingModel:
             summary=d.get("summary", {}),
             created=d.get("created", ""),
         )
+        if "intercept" in d:
+            _check_intercept(d["intercept"], model)
+        return model
 
 
 def check_model_width(n_columns: int, n_weights: int, source: str) -> None:
@@ -246,6 +250,31 @@ def check_model_width(n_columns: int, n_weights: int, source: str) -> None:
     if n_columns > n_weights:
         raise DataError(f"the data has {n_columns} feature columns but the model {source} has only "
                         f"{n_weights} weights (it never saw the features beyond)")
+
+
+def _check_intercept(value: Any, model: RankingModel) -> None:
+    """A ``ValueError`` naming the model's file unless the file's ``intercept`` is the one
+    :meth:`RankingModel.predict` adds.
+
+    Training never learns an intercept (a constant cannot change a ranking): it is 0 without
+    standardization and follows from the weights and the standardization with it.  A file whose
+    ``intercept`` says otherwise (hand-edited) would score differently in sparkrank than by the
+    file's own ``score = weights·x + intercept`` elsewhere, so it is refused, not ignored.
+    """
+    source = model.source
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{source}: 'intercept' must be a finite number, got {value!r}")
+    st = model.standardization
+    if st is None:
+        if value != 0:
+            raise ValueError(f"{source}: 'intercept' is {value!r} but a model without standardization has "
+                             "intercept 0 (sparkrank learns none: a constant cannot change a ranking)")
+        return
+    # the file's value was rounded once when written: allow a few ulps of the sum's terms
+    slack = 1e-9 * float(np.sum(np.abs(st.shift * st.scale * model.weights)))
+    if abs(value - model.intercept) > slack:
+        raise ValueError(f"{source}: 'intercept' is {value!r} but its weights and standardization give "
+                         f"{model.intercept!r}; a standardized model's intercept follows from them")
 
 
 def _weight_vector(value: Any, source: str, key: str) -> np.ndarray:

@@ -71,6 +71,14 @@ def test_format_2_without_standardized_weights_recovers_them(sample, tmp_path):
     np.testing.assert_allclose(RankingModel.load(path).predict(test_data), model.predict(test_data), rtol=1e-12)
 
 
+def test_a_standardized_models_intercept_must_be_the_one_it_scores_with(sample, tmp_path):
+    train_data, _ = sample
+    record = train(train_data, solver="tron", standardization="standard", max_iter=3).to_dict()
+    path = _write(tmp_path, {**record, "intercept": record["intercept"] + 1.0}, "edited.json")
+    with pytest.raises(ValueError, match=f"{path}: 'intercept' is .* but its weights and standardization give"):
+        RankingModel.load(path)
+
+
 def _write(tmp_path, record, name="bad.json"):
     path = tmp_path / name
     path.write_text(json.dumps(record))
@@ -87,6 +95,11 @@ def _write(tmp_path, record, name="bad.json"):
     ({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0, "format_version": 7}, "format_version 7"),
     ({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0, "format_version": 2,
       "standardization": {"kind": "standard", "shift": [0.0], "scale": [1.0]}}, "standardization has 1 features"),
+    # score = weights·x + intercept: an intercept predict would not add is refused, not ignored
+    ({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0, "intercept": 5.0},
+     "'intercept' is 5.0 but a model without standardization has intercept 0"),
+    ({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0, "intercept": "x"}, "'intercept' must be a finite number"),
+    ({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0, "intercept": None}, "'intercept' must be a finite number"),
 ])
 def test_bad_model_content_is_an_error_naming_the_file(tmp_path, record, message):
     path = _write(tmp_path, record)
