@@ -632,7 +632,7 @@ def _write_per_query(args, inputs: "_Inputs", source, model, opts: dict, as_csv:
         raise DataError(f"{source.name} has no group ids; --per-query needs them")
     per = per_group_metrics(data.groups, model.predict(data), **opts)
     header = [inputs.columns.group_name or "qid", *per]
-    columns = [data.qids.tolist(), *[[float(v) for v in per[k]] for k in per]]
+    columns = [data.qids.tolist(), *[per[k].tolist() for k in per]]  # counts stay integers, as on Spark
     rows = list(zip(*columns))
     if as_csv:
         write_csv(args.per_query, header, rows)

@@ -312,6 +312,25 @@ def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
         np.testing.assert_array_equal(scores[name], scores["labelled"])
 
 
+def test_per_query_csv_is_the_same_file_on_both_engines(spark, tmp_path, small):
+    """evaluate --per-query x.csv writes the same columns and text on both engines: Spark's
+    had only the first ten columns (no positives, positives at top, precision@k), and the local
+    engine wrote its counts as floats (28.0)."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
+    texts = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / f"per-query-{engine}.csv"
+        assert main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(small), "--per-query",
+                     str(out), "-q"]) == 0
+        texts[engine] = out.read_text()
+    assert texts["local"] == texts["spark"]
+    header, first = texts["local"].splitlines()[:2]
+    assert header.split(",")[-6:] == ['"positives"', '"positives_at_top"', '"precision@1"', '"precision@3"',
+                                      '"precision@5"', '"precision@10"']
+    assert "." not in first.split(",")[1] and "." not in first.split(",")[2]  # rows, pairs: integers
+
+
 def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
     table = pq.read_table(small)
     qids = np.array(["=cmd|' /C calc'!A0", "a,b", "-3", "+x", "@y", "plain"])[table.column("qid").to_numpy() % 6]

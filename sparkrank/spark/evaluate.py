@@ -11,7 +11,8 @@ from .worker import worker_task
 
 def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = PREDICTION_COL,
                       ks=DEFAULT_KS, discount: str = DEFAULT_NDCG_DISCOUNT, zero_idcg: str = DEFAULT_ZERO_IDCG):
-    """One row per query: rows, pairs, pairwise accuracy, AUC, NDCG@k, mean NDCG.
+    """One row per query: :func:`~sparkrank.evaluation.per_group_metrics`' columns (rows, pairs,
+    pairwise accuracy, AUC, NDCG@k, mean NDCG, positives, positives at the top, precision@k).
 
     ``scored`` needs the label, qid and score columns (e.g. from
     :func:`sparkrank.spark.predict.predict_dataframe`); rows are hash-partitioned by qid
@@ -21,11 +22,16 @@ def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid",
 
     from ..data.block import RankingData
 
+    from ..data.groups import QueryGroups
+
     ks = tuple(ks)
-    names = ["rows", "pairs", "pairwise_accuracy", "auc"] + [f"ndcg@{k}" for k in ks] + ["mean_ndcg"]
+    # the columns and their types are per_group_metrics' own (what the local engine writes)
+    sample = per_group_metrics(QueryGroups.single(np.zeros(1)), np.zeros(1), ks=ks, discount=discount,
+                               zero_idcg=zero_idcg)
+    names = list(sample)
     qid_field = next(f for f in scored.schema.fields if f.name == qid_col)
     schema = StructType([StructField(qid_col, qid_field.dataType)] + [
-        StructField(n, LongType() if n in ("rows", "pairs") else DoubleType()) for n in names])
+        StructField(n, LongType() if np.issubdtype(sample[n].dtype, np.integer) else DoubleType()) for n in names])
 
     def task(batches):
         import pyarrow as pa
