@@ -262,3 +262,48 @@ def test_convert_to_csv_and_back_trains_the_same_model(spark, tmp_path, suffix):
     assert wide.read_text().splitlines()[1].count("\t" if suffix == "tsv" else ",") == 1 + 30
     assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(tmp_path / "n.csv"),
                  "--n-features", "3", "-q"]) == 2
+
+
+def _int_and_double_labels(tmp_path, fmt: str) -> list:
+    """Two files of one ranking problem whose ``label`` is int64 in one and double in the other."""
+    rows = {"a": ([1, 0, 2, 0], [1, 1, 2, 2]), "b": ([1.5, 0.0, 1.0, 0.0], [3, 3, 4, 4])}
+    features = [[0.5, 1.0], [0.1, 2.0], [0.3, 0.1], [0.9, 0.4]]
+    paths = []
+    for name, (labels, qid) in rows.items():
+        path = tmp_path / f"{name}.{fmt}"
+        if fmt == "parquet":
+            pq.write_table(pa.table({"label": labels, "qid": qid, "features": features}), path)
+        else:
+            path.write_text("label,qid,f1,f2\n" + "".join(f"{y},{q},{x[0]},{x[1]}\n"
+                                                          for y, q, x in zip(labels, qid, features)))
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_files_with_int_and_double_columns_are_read_as_doubles_on_both_engines(spark, tmp_path, fmt):
+    """The local engine merges the files' types as Spark does (it failed with pyarrow's
+    'Unable to merge', or read a directory's CSV files with the first file's types)."""
+    paths = _int_and_double_labels(tmp_path, fmt)
+    together = tmp_path / "together"
+    together.mkdir()
+    for p in paths:
+        (together / p.name).write_bytes(p.read_bytes())
+    runs = {"local-files": ("local", [str(p) for p in paths]), "local-dir": ("local", [str(together)]),
+            "spark-files": ("spark", [str(p) for p in paths])}
+    for name, (engine, inputs) in runs.items():
+        assert main(["train", "--engine", engine, "--input", *inputs, "--model", str(tmp_path / f"{name}.json"),
+                     "-q"]) == 0, name
+    models = [RankingModel.load(str(tmp_path / f"{name}.json")) for name in runs]
+    assert {m.summary["n_rows"] for m in models} == {8}
+    for name, model in zip(runs, models):
+        np.testing.assert_array_equal(model.weights, models[0].weights, err_msg=name)
+
+
+def test_files_with_a_string_and_a_number_column_are_an_error_naming_both(tmp_path, capsys):
+    a, _ = _int_and_double_labels(tmp_path, "csv")
+    text = tmp_path / "text.csv"
+    text.write_text("label,qid,f1,f2\nhigh,5,0.5,1.0\nlow,5,0.1,2.0\n")
+    assert main(["train", "--engine", "local", "--input", str(a), str(text), "--model", str(tmp_path / "x.json")]) == 2
+    assert (f"sparkrank train: error: {text}: column 'label' is string, but int64 in {a}; "
+            "the files of one input must agree") in capsys.readouterr().err

@@ -62,7 +62,7 @@ class ParquetFormat(Format):
         return spark.read.parquet(*uris)
 
     def local_dataset(self, paths):
-        return _union([_arrow_dataset(p, "parquet") for p in paths])
+        return _arrow_dataset(paths, "parquet")
 
 
 class SvmlightFormat(Format):
@@ -90,7 +90,7 @@ class DelimitedFormat(Format):
         # null (pyarrow's default also nulls "NA", "NaN", "null", ...), "NaN" is NaN
         fmt = ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
                                convert_options=pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
-        return _union([_arrow_dataset(p, fmt) for p in paths])
+        return _arrow_dataset(paths, fmt)
 
 
 class DeltaFormat(Format):
@@ -112,23 +112,74 @@ def unreadable_parquet(path: str) -> str:
 _PARQUET_WITHOUT_FOOTER = re.compile(r"Could not open Parquet input source '(.+?)': .*(?:magic bytes|footer)", re.S)
 
 
-def _arrow_dataset(path: str, fmt):
+def _arrow_dataset(paths: list[str], fmt):
+    """One ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered) with
+    the schema of :func:`_unified_schema`: pyarrow would otherwise take the first file's types
+    for all of them (or refuse to combine several paths' datasets), where Spark reads an
+    integer column of one file and a double column of another as doubles.  A file read as
+    Parquet that is not one is :func:`unreadable_parquet`."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    try:
-        return ds.dataset(path, format=fmt, partitioning="hive")
-    except pa.ArrowInvalid as exc:
-        unreadable = _PARQUET_WITHOUT_FOOTER.search(str(exc)) if fmt == "parquet" else None
-        if unreadable is None:
-            raise
-        raise DataError(unreadable_parquet(unreadable.group(1))) from None
+    def discover(path, schema=None):
+        try:
+            return ds.dataset(path, format=fmt, partitioning="hive", schema=schema)
+        except pa.ArrowInvalid as exc:
+            unreadable = _PARQUET_WITHOUT_FOOTER.search(str(exc)) if fmt == "parquet" else None
+            if unreadable is None:
+                raise
+            raise DataError(unreadable_parquet(unreadable.group(1))) from None
 
-
-def _union(datasets):
-    import pyarrow.dataset as ds
-
+    schema = _unified_schema([discover(p) for p in paths])
+    datasets = [discover(p, schema) for p in paths]  # CSV files are then parsed to these types
     return datasets[0] if len(datasets) == 1 else ds.dataset(datasets)
+
+
+def _unified_schema(datasets):
+    """The schema of every file of ``datasets`` (a CSV file's types inferred from that file),
+    merged with numbers widened (int32 to int64 to double) as Spark merges them, then the
+    Hive partition columns.
+
+    Raises
+    ------
+    DataError
+        Two files whose column types do not merge (a string and a number), naming both.
+    """
+    import pyarrow as pa
+
+    schema, origin = None, {}  # origin: the file whose type of each column the schema holds
+    for dataset in datasets:
+        for fragment in dataset.get_fragments():
+            own = fragment.physical_schema
+            try:
+                merged = own if schema is None else pa.unify_schemas([schema, own], promote_options="permissive")
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                raise DataError(_type_conflict(schema, own, origin, fragment.path)) from None
+            before = {} if schema is None else dict(zip(schema.names, schema.types))
+            origin.update({f.name: fragment.path for f in merged if before.get(f.name) != f.type})
+            schema = merged
+    if schema is None:  # no files (an empty dataset): nothing to merge
+        return datasets[0].schema
+    partitions = [d.partitioning.schema for d in datasets if getattr(d, "partitioning", None) is not None]
+    return pa.unify_schemas([schema, *partitions], promote_options="permissive")
+
+
+def _type_conflict(schema, own, origin: dict, path: str) -> str:
+    """The message for file ``path`` (schema ``own``) whose column types do not merge with
+    ``schema`` (each column's type as in file ``origin[name]``)."""
+    import pyarrow as pa
+
+    from .uri import display_name
+
+    for f in own:
+        if f.name in schema.names:
+            try:
+                pa.unify_schemas([pa.schema([schema.field(f.name)]), pa.schema([f])], promote_options="permissive")
+            except (pa.ArrowTypeError, pa.ArrowInvalid):
+                return (f"{display_name(path)}: column {f.name!r} is {f.type}, but "
+                        f"{schema.field(f.name).type} in {display_name(origin[f.name])}; the files of one input "
+                        "must agree on each column's type (integers and doubles are read as doubles)")
+    return f"{display_name(path)}: its columns do not merge with those of {display_name(next(iter(origin.values())))}"
 
 
 #: Delta tables need the ``delta-spark`` package (and its jars on the session).

@@ -169,9 +169,10 @@ class Source:
         flt = None if not self.where else to_arrow_filter(self.where, names, where)
         try:
             table = dataset.to_table(filter=flt)
-        except Exception as exc:  # pyarrow's type errors in a filter (e.g. a string vs an int column)
+        except Exception as exc:  # pyarrow's errors: a filter's types, a CSV value its column's type cannot hold
             if type(exc).__module__.startswith("pyarrow"):
-                raise DataError(f"{where}cannot read with --where {self.where!r}: {exc}") from None
+                with_filter = f" with --where {self.where!r}" if self.where else ""
+                raise DataError(f"{where}cannot read{with_filter}: {exc}") from None
             raise
         meta = dataset.schema.metadata or {}
         stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
