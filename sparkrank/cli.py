@@ -64,8 +64,9 @@ INPUT_HELP = """\
 Paths: local paths, sample:train / sample:test, or Hadoop URIs (file:, hdfs:, s3a:, abfss:,
 gs: …; URIs are only opened through Hadoop's FileSystem).  Files, directories (Hive
 partitions such as day=2026-11-01/ become columns), glob patterns, or several of them.
-Formats: parquet, svmlight (LETOR text; .gz/.bz2), csv/tsv (header row; the features are
+Formats: parquet, svmlight (LETOR text), csv/tsv (header row; the features are
 --feature-cols, else every column but the label and the group id), delta%s.
+Text may be .gz/.bz2 compressed: train.csv.gz is CSV.
 Group id: --qid-col names the column(s) of the query/group id (default qid).  For
 Parquet/CSV that column must exist; --qid-col '' ranks all rows as one global ranking.
 SVMlight files with qid: tokens are grouped by them, files without are one ranking.  A

@@ -307,3 +307,26 @@ def test_files_with_a_string_and_a_number_column_are_an_error_naming_both(tmp_pa
     assert main(["train", "--engine", "local", "--input", str(a), str(text), "--model", str(tmp_path / "x.json")]) == 2
     assert (f"sparkrank train: error: {text}: column 'label' is string, but int64 in {a}; "
             "the files of one input must agree") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["rows.csv.gz", "rows.tsv.bz2"])
+def test_compressed_csv_is_csv_on_both_engines(spark, tmp_path, name):
+    """``train.csv.gz`` is CSV by the name under its compression suffix, and its header (read
+    through the compression) gives the default feature columns; it was read as SVMlight, and
+    with --format csv had no feature column."""
+    import bz2
+    import gzip
+
+    plain, compressed = name.rsplit(".", 1)
+    text = tmp_path / plain
+    assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(text), "-q"]) == 0
+    (tmp_path / name).write_bytes({"gz": gzip, "bz2": bz2}[compressed].compress(text.read_bytes()))
+    reference = tmp_path / "ref.json"
+    assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(reference), "-q"]) == 0
+    runs = {"local": ["--engine", "local"], "spark": ["--engine", "spark"],
+            "format": ["--engine", "local", "--format", plain.rsplit(".", 1)[1]]}
+    for run, options in runs.items():
+        out = tmp_path / f"{run}.json"
+        assert main(["train", *options, "--input", str(tmp_path / name), "--model", str(out), "-q"]) == 0, run
+        np.testing.assert_array_equal(_weights(out), _weights(reference), err_msg=run)
+        assert json.loads(out.read_text())["summary"]["feature_cols"][:2] == ["f1", "f2"]

@@ -168,7 +168,7 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
 def _local_footprint(uris: list[str]) -> tuple[int, float]:
     """On-disk bytes of local inputs and their estimated in-memory size."""
     from ..io import uri as U
-    from ..io.formats import format_by_suffix
+    from ..io.formats import format_by_suffix, is_compressed
     from ..io.fs import LOCAL
 
     size, expanded = 0, 0.0
@@ -178,7 +178,7 @@ def _local_footprint(uris: list[str]) -> tuple[int, float]:
         for m in matches:
             for entry in LOCAL.list_files(m):
                 fmt = format_by_suffix(U.basename(entry.path)) or "parquet"
-                factor = _COMPRESSED_EXPANSION if entry.path.endswith((".gz", ".bz2")) else _EXPANSION.get(fmt, 4.0)
+                factor = _COMPRESSED_EXPANSION if is_compressed(entry.path) else _EXPANSION.get(fmt, 4.0)
                 size += entry.size
                 expanded += factor * entry.size
     return size, expanded

@@ -10,7 +10,8 @@ name       files                                                read in-process 
 parquet    ``*.parquet``, ``*.pq`` or starting with ``PAR1``;   ``pyarrow.dataset``
            directories, Hive partitions (``day=…/``)
 svmlight   SVMlight/LETOR text; ``.gz`` / ``.bz2`` compressed   the numba parser
-csv, tsv   a header row with column names                       ``pyarrow.dataset``
+csv, tsv   a header row with column names; ``.gz`` / ``.bz2``      ``pyarrow.dataset``
+           compressed (``train.csv.gz``)
 delta      a Delta table (``_delta_log/``); only when the       (Spark only)
            ``delta`` package is importable
 =========  ===================================================  ======================
@@ -22,6 +23,7 @@ import bz2
 import gzip
 import importlib.util
 import re
+import zlib
 from dataclasses import dataclass
 
 from ..data.block import DataError
@@ -207,18 +209,43 @@ def get_format(name: str) -> Format:
     raise ValueError(f"unknown format {name!r}; choose one of {', '.join(['auto', *FORMATS])}")
 
 
+#: File name endings of compressed files, which Spark's text sources and pyarrow's CSV reader
+#: decompress by that name: the format is the one the name before it says (``train.csv.gz``
+#: is CSV), and compressed text of no named format is SVMlight (its suffixes include these).
+COMPRESSION_SUFFIXES = (".gz", ".bz2")
+
+
+def is_compressed(name: str) -> bool:
+    """Whether a file name ends with a :data:`COMPRESSION_SUFFIXES` ending."""
+    return name.lower().endswith(COMPRESSION_SUFFIXES)
+
+
 def format_by_suffix(name: str) -> str | None:
-    """The format a file name's ending identifies (``None``: look at the bytes)."""
+    """The format a file name's ending identifies, looking under a compression suffix first
+    (``None``: look at the bytes)."""
     lower = name.lower()
-    for fmt in FORMATS.values():
-        if any(lower.endswith(s) for s in fmt.suffixes):
-            return fmt.name
+    inner = lower.rsplit(".", 1)[0] if is_compressed(lower) else lower
+    for candidate in dict.fromkeys((inner, lower)):
+        for fmt in FORMATS.values():
+            if any(candidate.endswith(s) for s in fmt.suffixes):
+                return fmt.name
     return None
 
 
 def format_by_magic(head: bytes) -> str:
     """Parquet files start with ``PAR1``; anything else is read as SVMlight text."""
     return "parquet" if head[:4] == PARQUET_MAGIC else "svmlight"
+
+
+def decompressed_head(head: bytes) -> bytes:
+    """The text at the start of a gzip/bzip2 file (by magic bytes) whose first bytes are
+    ``head`` (as far as they decompress: a cut stream is no error), else ``head``.  For a
+    header row, read through the compression as the readers of the rows read it."""
+    if head[:2] == GZIP_MAGIC:
+        return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16).decompress(head)  # | 16: a gzip header
+    if head[:3] == BZIP2_MAGIC:
+        return bz2.BZ2Decompressor().decompress(head)
+    return head
 
 
 def decompressed(raw: bytes) -> bytes:

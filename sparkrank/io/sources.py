@@ -33,7 +33,7 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from . import uri as U
-from .formats import FORMATS, decompressed, format_by_magic, format_by_suffix, get_format
+from .formats import FORMATS, decompressed, decompressed_head, format_by_magic, format_by_suffix, get_format
 from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
 
 log = logging.getLogger("sparkrank")
@@ -502,12 +502,12 @@ def _default_feature_cols(fs: FileSystem, path: str, fmt: str, columns: ColumnSp
     import csv
     import io
 
-    head = fs.read_bytes(path, HEADER_BYTES)
+    head = decompressed_head(fs.read_bytes(path, HEADER_BYTES))
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     try:
         names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
     except UnicodeDecodeError:
-        return columns  # not text (compressed?): the column check names what is missing
+        return columns  # not text: the column check names what is missing
     roles = {columns.label, *columns.group}
     features = tuple(n for n in names if n not in roles)
     if not features:
