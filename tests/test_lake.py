@@ -330,3 +330,34 @@ def test_compressed_csv_is_csv_on_both_engines(spark, tmp_path, name):
         assert main(["train", *options, "--input", str(tmp_path / name), "--model", str(out), "-q"]) == 0, run
         np.testing.assert_array_equal(_weights(out), _weights(reference), err_msg=run)
         assert json.loads(out.read_text())["summary"]["feature_cols"][:2] == ["f1", "f2"]
+
+
+def test_a_quoted_number_in_where_compares_with_a_number_column_as_on_spark(spark, tmp_path, capsys):
+    """Spark casts a string literal to the number column it is compared with; the local engine
+    failed ("Function 'equal' has no kernel matching input types (int32, string)")."""
+    hive = tmp_path / "hive"
+    for part in (1, 2, 3):
+        (hive / f"part={part}").mkdir(parents=True)
+        pq.write_table(pa.table({"label": [1.0, 0.0, 2.0, 0.0], "qid": [2 * part, 2 * part, 2 * part + 1, 2 * part + 1],
+                                 "features": [[0.5, part], [0.1, 2.0], [0.3, 0.1], [0.9, 0.4 * part]]}),
+                       hive / f"part={part}" / "part.parquet")
+    text = tmp_path / "rows.csv"
+    assert main(["convert", "--engine", "local", "--input", "sample:train", "--output", str(text), "-q"]) == 0
+    cases = [(hive, "part = '3'", 4), (hive, "part BETWEEN '2' AND ' 3 '", 8), (hive, "part IN ('1', '3')", 8),
+             (text, "qid <= '40'", None)]
+    for path, where, n_rows in cases:
+        models = []
+        for engine in ("local", "spark"):
+            out = tmp_path / f"{engine}.json"
+            assert main(["train", "--engine", engine, "--input", str(path), "--where", where, "--model", str(out),
+                         "-q"]) == 0, (where, engine)
+            models.append(RankingModel.load(str(out)))
+        assert models[0].summary["n_rows"] == models[1].summary["n_rows"] == (n_rows or models[0].summary["n_rows"])
+        np.testing.assert_array_equal(models[0].weights, models[1].weights, err_msg=where)
+    # a string that is no number of the column's type: Spark's cast fails; the same message on both engines
+    for engine in ("local", "spark"):
+        capsys.readouterr()
+        assert main(["train", "--engine", engine, "--input", str(hive), "--where", "part = '3.5'",
+                     "--model", str(tmp_path / "x.json")]) == 2, engine
+        assert (f"sparkrank train: error: {hive}: --where \"part = '3.5'\": column 'part' is int32 and '3.5' is not "
+                "an integer") in capsys.readouterr().err, engine

@@ -33,7 +33,8 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from . import uri as U
-from .formats import FORMATS, decompressed, decompressed_head, format_by_magic, format_by_suffix, get_format
+from .formats import (FORMATS, TEXT_NUMBER, decompressed, decompressed_head, format_by_magic,
+                      format_by_suffix, get_format)
 from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
 
 log = logging.getLogger("sparkrank")
@@ -166,7 +167,7 @@ class Source:
         names = dataset.schema.names
         where = f"{self.name}: "
         self.columns.check(names, where)
-        flt = None if not self.where else to_arrow_filter(self.where, names, where)
+        flt = None if not self.where else to_arrow_filter(self.where, dataset.schema, where)
         try:
             table = dataset.to_table(filter=flt)
         except Exception as exc:  # pyarrow's errors: a filter's types, a CSV value its column's type cannot hold
@@ -202,7 +203,7 @@ class Source:
         flt = ds.field(self.columns.group[0]) == qid
         if self.where:
             try:
-                flt = flt & to_arrow_filter(self.where, dataset.schema.names, "")
+                flt = flt & to_arrow_filter(self.where, dataset.schema, "")
             except DataError:
                 pass  # a filter only Spark understands: the group's rows it dropped are read too
         read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=False)
@@ -280,13 +281,6 @@ def _features_name(columns: ColumnSpec) -> str:
 
 #: The array column assembled from ``feature_cols`` (a name no user column has).
 FEATURES_FROM_COLUMNS = "__sparkrank_features"
-
-
-#: The numbers pyarrow's CSV reader reads as floats (the in-process engine's reader), as a Java
-#: regex: decimal and scientific notation, and inf, infinity and nan in any case, signed, with
-#: blanks around them.  Spark's CSV schema inference knows only ``Inf``, ``-Inf`` and ``NaN`` and
-#: leaves a column holding ``inf`` or ``nan`` a string column; see :func:`_text_number`.
-TEXT_NUMBER = r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|(?i:inf|infinity|nan))\s*$"
 
 
 def _text_number(df, name: str, where: str):
@@ -379,15 +373,41 @@ def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
 
 
 def _spark_filter(df, text: str, where: str):
-    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.errors import AnalysisException, NumberFormatException, ParseException
 
     try:
-        return df.filter(text)
+        filtered = df.filter(text)
+        # optimized now, so a string literal that Spark's constant folding cannot cast to the
+        # number column it is compared with (part = 'x') fails here, not in the first job
+        filtered._jdf.queryExecution().optimizedPlan()
+        return filtered
     except ParseException as exc:
         raise DataError(f"{where}--where {text!r} is not a Spark SQL condition: {str(exc).splitlines()[0]}") from None
     except AnalysisException as exc:
         raise DataError(f"{where}--where {text!r}: {str(exc).splitlines()[0]}; columns are "
                         f"{', '.join(df.columns)}") from None
+    except NumberFormatException as exc:
+        _local_filter_error(df, text, where)
+        raise DataError(f"{where}--where {text!r}: {str(exc).splitlines()[0]}") from None
+
+
+def _local_filter_error(df, text: str, where: str) -> None:
+    """Raise the in-process engine's DataError for a filter Spark failed on, when it has one
+    (the message of a string literal that is not a number of its column's type), so that
+    both engines say the same."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from .where import locally_supported, to_arrow_filter
+
+    def arrow_type(spark_type):
+        try:
+            return to_arrow_type(spark_type)
+        except Exception:  # noqa: BLE001 - a type with no Arrow twin (an ML vector): never a number column
+            return pa.null()
+
+    if locally_supported(text):
+        to_arrow_filter(text, pa.schema([(f.name, arrow_type(f.dataType)) for f in df.schema.fields]), where)
 
 
 def _stack_svmlight(parts):
@@ -422,7 +442,7 @@ def _filter_arrays(X, labels, qid, text: str, where: str):
         columns["qid"] = pa.array(qid)
     columns["__row"] = pa.array(np.arange(labels.shape[0]))
     table = pa.table(columns)
-    flt = to_arrow_filter(text, [n for n in table.column_names if n != "__row"], where)
+    flt = to_arrow_filter(text, pa.schema([f for f in table.schema if f.name != "__row"]), where)
     rows = ds.dataset(table).to_table(filter=flt, columns=["__row"]).column(0).to_numpy()
     return X[rows], labels[rows], None if qid is None else qid[rows]
 

@@ -9,6 +9,9 @@ partition pruning needs and nothing more, and says so for anything else:
 * ``AND``, ``OR``, ``NOT`` and parentheses;
 * literals: numbers, ``'strings'`` (``''`` escapes a quote), ``TRUE``/``FALSE``;
   column names bare or in backquotes, matched case-insensitively as Spark does.
+* a string literal compared with a number column is that number, as Spark (ANSI mode)
+  casts it: a bigint for an integer column (``part = '3'``; digits only, blanks around),
+  a double for a floating one; any other string is an error, as Spark's failed cast.
 
 Anything else (functions, arithmetic, ``LIKE`` …) raises :class:`UnsupportedFilter`, whose
 message tells the user to run on Spark; :func:`sparkrank.engines.registry.choose_engine`
@@ -21,6 +24,10 @@ import re
 from typing import Any
 
 from ..data.block import DataError
+from .formats import TEXT_NUMBER
+
+#: The strings Spark's ANSI cast reads as a bigint (a floating column's are :data:`TEXT_NUMBER`).
+_INTEGER_TEXT = r"^\s*[+-]?\d+\s*$"
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
@@ -37,7 +44,7 @@ class UnsupportedFilter(DataError):
 
 
 class _Column(str):
-    """A column reference (vs. a string literal)."""
+    """A column reference (vs. a string literal): its actual name."""
 
 
 def _tokens(text: str) -> list[tuple[str, Any]]:
@@ -69,12 +76,13 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
 
 
 class _Parser:
-    def __init__(self, text: str, names: list[str], where: str):
+    def __init__(self, text: str, schema, where: str):
         self.text, self.where = text, where
         self.tokens = _tokens(text)
         self.i = 0
-        self.names = {n.lower(): n for n in names}
-        self.all_names = names
+        self.names = {n.lower(): n for n in schema.names}
+        self.all_names = schema.names
+        self.types = dict(zip(schema.names, schema.types))
 
     def peek(self, kind: str | None = None, value: Any = None) -> bool:
         if self.i >= len(self.tokens):
@@ -118,16 +126,38 @@ class _Parser:
         return self.predicate()
 
     def operand(self):
-        import pyarrow.dataset as ds
-
+        """A :class:`_Column` or a literal's value (made an expression by :meth:`expression`)."""
         if self.peek("col"):
             name = self.take("col")
             actual = self.names.get(name.lower())
             if actual is None:
                 raise DataError(f"{self.where}--where names a column {name!r} that does not exist; "
                                 f"columns are {', '.join(self.all_names)}")
-            return ds.field(actual)
-        return ds.scalar(self.take("lit"))
+            return _Column(actual)
+        return self.take("lit")
+
+    def expression(self, operand, other):
+        """The pyarrow expression of ``operand``, compared with ``other`` (see :meth:`literal`)."""
+        import pyarrow.dataset as ds
+
+        if isinstance(operand, _Column):
+            return ds.field(operand)
+        return ds.scalar(self.literal(operand, other))
+
+    def literal(self, value, other):
+        """``value`` as Spark compares it with ``other``: a string literal against a number
+        column is cast to the column's kind of number (pyarrow has no kernel comparing the two)."""
+        import pyarrow as pa
+
+        kind = self.types[other] if isinstance(other, _Column) and isinstance(value, str) else None
+        if kind is None or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            return value
+        integer = pa.types.is_integer(kind)
+        if not re.match(_INTEGER_TEXT if integer else TEXT_NUMBER, value):
+            raise DataError(f"{self.where}--where {self.text!r}: column {other!r} is {kind} and {value!r} is not "
+                            f"{'an integer' if integer else 'a number'} (Spark casts the string to the column's "
+                            "kind of number)")
+        return int(value) if integer else float(value)
 
     def predicate(self):
         if self.peek("op", "("):
@@ -148,50 +178,57 @@ class _Parser:
                 self.i += 1
                 values.append(self.take("lit"))
             self.take("op", ")")
-            expr = left.isin(values)
+            expr = self.expression(left, None).isin([self.literal(v, left) for v in values])
         elif self.peek("kw", "between"):
             self.i += 1
             low = self.operand()
             self.take("kw", "and")
             high = self.operand()
-            expr = (left >= low) & (left <= high)
+            column = self.expression(left, None)
+            expr = (column >= self.expression(low, left)) & (column <= self.expression(high, left))
         elif self.peek("kw", "is") and not negate:
             self.i += 1
             is_not = self.peek("kw", "not")
             self.i += is_not
             self.take("kw", "null")
-            expr = left.is_valid() if is_not else left.is_null()
+            column = self.expression(left, None)
+            expr = column.is_valid() if is_not else column.is_null()
         elif not negate and self.peek("op"):
             op = self.take("op")
             right = self.operand()
-            ops = {"=": left.__eq__, "==": left.__eq__, "!=": left.__ne__, "<>": left.__ne__,
-                   "<": left.__lt__, "<=": left.__le__, ">": left.__gt__, ">=": left.__ge__}
+            a, b = self.expression(left, right), self.expression(right, left)
+            ops = {"=": a.__eq__, "==": a.__eq__, "!=": a.__ne__, "<>": a.__ne__,
+                   "<": a.__lt__, "<=": a.__le__, ">": a.__gt__, ">=": a.__ge__}
             if op not in ops:
                 raise UnsupportedFilter(f"--where {self.text!r}: unexpected {op!r}")
-            expr = ops[op](right)
+            expr = ops[op](b)
         else:
             self.take("op")  # raises the "expected" message
         return ~expr if negate else expr
 
 
-def to_arrow_filter(text: str, names: list[str], where: str = ""):
-    """The ``pyarrow.dataset`` expression of a ``--where`` string over columns ``names``.
+def to_arrow_filter(text: str, schema, where: str = ""):
+    """The ``pyarrow.dataset`` expression of a ``--where`` string over the columns of
+    ``schema`` (a ``pyarrow.Schema``, whose types decide how a string literal compares).
 
     Raises
     ------
     UnsupportedFilter
         Outside the subset (message suggests ``--engine spark``).
     DataError
-        A column that is not in ``names`` (the message lists them).
+        A column that is not in ``schema`` (the message lists them), or a string literal that
+        is not a number of the number column it is compared with.
     """
-    return _Parser(text, names, where).parse()
+    return _Parser(text, schema, where).parse()
 
 
 def locally_supported(text: str) -> bool:
     """Whether the local engine can evaluate ``text`` (syntax only; columns are checked later)."""
+    import pyarrow as pa
+
     try:
-        names = [v for k, v in _tokens(text) if k == "col"]
-        _Parser(text, names, "").parse()
+        untyped = pa.schema([(v, pa.null()) for k, v in _tokens(text) if k == "col"])
+        _Parser(text, untyped, "").parse()
     except UnsupportedFilter:
         return False
     return True
