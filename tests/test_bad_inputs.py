@@ -262,6 +262,20 @@ def test_a_file_that_is_not_parquet_is_named_on_both_engines(spark, tmp_path, ca
         f"{path}: not a Parquet file, or a damaged one (its footer cannot be read)"
 
 
+@pytest.mark.parametrize("extra", [(), ("--feature-cols", "f2")])
+def test_a_csv_header_naming_a_column_twice_is_named_on_both_engines(spark, tmp_path, capsys, extra):
+    """pyarrow refused such a file in its own words; Spark renamed the second f1 to f13 (its
+    position), which collided with a real column or trained on other columns than asked."""
+    path = tmp_path / "twice.csv"
+    path.write_text("label,qid,f1,f1,f2\n" + "".join(f"{i % 3},{i // 10},{0.1 * i},1,2\n" for i in range(40)))
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, *extra)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"] == f"{path}: the header row names column 'f1' twice"
+
+
 def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
     """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
     the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""

@@ -503,8 +503,10 @@ def open_source(
         kinds = ", ".join(f"{fmt} ({entry.path})" for fmt, entry in found.items())
         raise DataError(f"inputs {', '.join(uris)} are of different formats: {kinds}; give one format per command")
     fmt = format if format != "auto" else next(iter(found))
-    if fmt in DELIMITED and not columns.feature_cols and files:
-        columns = _default_feature_cols(_fs_for(uris[0], spark), files[0].path, fmt, columns)
+    if fmt in DELIMITED and files:
+        names = header_names(_fs_for(uris[0], spark), files[0].path, fmt)
+        if not columns.feature_cols:
+            columns = _default_feature_cols(names, files[0].path, columns)
     return Source(uris, fmt, columns, where or None, tuple(files))
 
 
@@ -514,11 +516,12 @@ DELIMITED = {"csv": ",", "tsv": "\t"}
 HEADER_BYTES = 1 << 20
 
 
-def _default_feature_cols(fs: FileSystem, path: str, fmt: str, columns: ColumnSpec) -> ColumnSpec:
-    """CSV/TSV without ``feature_cols``: every column of the first file's header row other than
-    the label and the group columns, in header order (Hive partition columns come from the
-    directory names, not the header, so they are never features).  Decided here, once, so both
-    engines read the same columns and a model trained on them remembers them."""
+def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
+    """The column names of a CSV/TSV file's header row (``None`` when it is not text).
+
+    A name given twice is a :class:`DataError` here, for both engines alike: pyarrow refuses
+    the file in its own words, and Spark renames the second column (``f1`` at position 2
+    becomes ``f12``), which can collide with a real ``f12`` or train on other columns."""
     import csv
     import io
 
@@ -527,9 +530,22 @@ def _default_feature_cols(fs: FileSystem, path: str, fmt: str, columns: ColumnSp
     try:
         names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
     except UnicodeDecodeError:
-        return columns  # not text: the column check names what is missing
+        return None  # not text: the column check names what is missing
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise DataError(f"{U.display_name(path)}: the header row names column {name!r} twice")
+        seen.add(name)
+    return names
+
+
+def _default_feature_cols(names: list[str] | None, path: str, columns: ColumnSpec) -> ColumnSpec:
+    """CSV/TSV without ``feature_cols``: every column of the first file's header row ``names``
+    other than the label and the group columns, in header order (Hive partition columns come
+    from the directory names, not the header, so they are never features).  Decided here, once,
+    so both engines read the same columns and a model trained on them remembers them."""
     roles = {columns.label, *columns.group}
-    features = tuple(n for n in names if n not in roles)
+    features = tuple(n for n in names or () if n not in roles)
     if not features:
         return columns
     shown = ", ".join(features[:8]) + (f", … ({len(features)} columns)" if len(features) > 8 else "")
