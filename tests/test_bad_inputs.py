@@ -276,6 +276,25 @@ def test_a_csv_header_naming_a_column_twice_is_named_on_both_engines(spark, tmp_
     assert messages["local"] == messages["spark"] == f"{path}: the header row names column 'f1' twice"
 
 
+@pytest.mark.parametrize("label, detail", [("x", "column 'label' has type string: labels must be numbers"),
+                                           ("true", "column 'label' has type bool: labels must be numbers"),
+                                           ("nan", "row 13: column 'label' is nan (in 1 rows)")])
+def test_csv_labels_that_are_not_numbers_are_the_same_error_on_both_engines(spark, tmp_path, capsys, label, detail):
+    """A label column of text or booleans: on Spark every block said it, without the file, and
+    added '(and 1 more partitions with errors)'; a CSV label 'nan' was text to Spark's inference."""
+    lines = ["label,qid,f1"] + [f"{'true' if label == 'true' else i % 3},{1 + i // 4},{0.1 * i:.1f}" for i in range(16)]
+    lines[1 + 13] = f"{label},4,1.3"
+    path = tmp_path / "labels.csv"
+    path.write_text("\n".join(lines) + "\n")
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "2")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"], messages
+    assert detail in messages["local"]
+
+
 def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
     """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
     the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""

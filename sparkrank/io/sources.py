@@ -283,17 +283,17 @@ def _features_name(columns: ColumnSpec) -> str:
 FEATURES_FROM_COLUMNS = "__sparkrank_features"
 
 
-def _text_number(df, name: str, where: str):
+def _text_number(df, name: str, not_numeric: str):
     """The Spark column of CSV field ``name`` (a string column: Spark's schema inference did not
     take it for numbers) as the in-process reader reads it: doubles when every value is a number
     to pyarrow (:data:`TEXT_NUMBER`; ``nan`` and ``inf`` in any spelling, or no value at all, so
-    that a bad value is then found and named by its row as in-process), else the in-process
-    error ``not numeric (string)``.  One Spark job, on this rare path only."""
+    that a bad value is then found and named by its row as in-process), else a DataError of the
+    in-process reader's message ``not_numeric``.  One Spark job, on this rare path only."""
     from pyspark.sql import functions as F
 
     field = F.col(f"`{name}`")
     if df.filter(field.isNotNull() & ~field.rlike(TEXT_NUMBER)).limit(1).count():
-        raise DataError(f"{where}feature column {name!r} is not numeric (string)")
+        raise DataError(not_numeric)
     trimmed = F.trim(field)
     # Spark's cast takes every such number but a signed nan
     return F.when(F.lower(trimmed).rlike("^[+-]nan$"), F.lit(float("nan"))).otherwise(
@@ -313,6 +313,8 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     names = df.columns
     check = _svmlight_column_spec(columns, names, where) if svmlight else columns
     check.check(names, where)
+    if columns.labels and not svmlight:
+        df = _numeric_labels(df, columns.label, where, text_types)
     if columns.feature_cols:
         from pyspark.sql.types import BooleanType, NumericType, StringType
 
@@ -322,7 +324,7 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
         values = []
         for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
             if text_types and isinstance(types[name], StringType):
-                values.append(_text_number(df, name, where))
+                values.append(_text_number(df, name, f"{where}feature column {name!r} is not numeric (string)"))
             elif isinstance(types[name], (NumericType, BooleanType)):
                 values.append(F.col(f"`{name}`").cast("double"))
             else:
@@ -335,6 +337,28 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     if len(check.group) > 1:
         df = df.withColumn(check.group_name, group_expression(check.group))
     return df
+
+
+def _numeric_labels(df, name: str, where: str, text_types: bool):
+    """``df`` with a label column of numbers, or the in-process reader's error
+    (:func:`~sparkrank.data.arrow.label_array`, the type named as Arrow names it) before any job:
+    on the executors every block said it, without the file.  A CSV label column of ``nan`` or
+    ``inf`` tokens is numbers as in-process (:func:`_text_number`), so the bad row is named."""
+    from pyspark.sql.types import NumericType, StringType
+
+    spark_type = df.schema[name].dataType
+    if isinstance(spark_type, NumericType):
+        return df
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        arrow_name = str(to_arrow_type(spark_type))
+    except Exception:  # noqa: BLE001 - a type Arrow cannot hold: Spark's own name
+        arrow_name = spark_type.simpleString()
+    message = f"{where}column {name!r} has type {arrow_name}: labels must be numbers"
+    if text_types and isinstance(spark_type, StringType):
+        return df.withColumn(name, _text_number(df, name, message))
+    raise DataError(message)
 
 
 def group_expression(group: Sequence[str]):
