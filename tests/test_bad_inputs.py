@@ -295,6 +295,30 @@ def test_csv_labels_that_are_not_numbers_are_the_same_error_on_both_engines(spar
     assert detail in messages["local"]
 
 
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_a_null_group_id_is_named_by_file_and_row_on_both_engines(spark, tmp_path, capsys, kind):
+    """Spark said 'a row of qid None: column 'qid' is null' (no file, no row); the local engine
+    named the row among all files' rows after --where.  Both now name its file and row."""
+    qids = [1 + i // 4 for i in range(16)]
+    qids[11] = None
+    table = pa.table({"label": [float(i % 3) for i in range(16)], "qid": pa.array(qids, pa.int64()),
+                      "f1": [0.1 * i for i in range(16)]})
+    path = tmp_path / f"ids.{kind}"
+    if kind == "parquet":
+        pq.write_table(table, path)
+    else:
+        path.write_text("label,qid,f1\n" + "".join(f"{y},{'' if q is None else q},{x}\n" for y, q, x in
+                                                  zip(table.column("label").to_pylist(), qids,
+                                                      table.column("f1").to_pylist())))
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "2", "--feature-cols", "f1")
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"]
+    assert messages["local"].startswith(f"{path}: row 11: group id 'qid' is null (in 1 rows); pass --drop-invalid-rows")
+
+
 def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
     """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
     the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""

@@ -90,6 +90,16 @@ def label_array(col, name: str, where: str, drop_hint: str = "") -> np.ndarray:
     return y
 
 
+def group_id_array(col, name: str, where: str, drop_hint: str = "") -> np.ndarray:
+    """A group-id column without nulls as a numpy array; a null is a :class:`RowError` at its
+    first row (one check and one message for both engines)."""
+    col = _combine(col)
+    if col.null_count:
+        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        raise RowError(where, row, f"group id {name!r} is null (in {col.null_count} rows){drop_hint}")
+    return col.to_numpy(zero_copy_only=False)
+
+
 def _combine(col) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 

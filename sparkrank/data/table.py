@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
-from .arrow import FeatureSpec, RowError, label_array, table_to_csr
+from .arrow import FeatureSpec, RowError, group_id_array, label_array, table_to_csr
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
 log = logging.getLogger("sparkrank")
@@ -46,14 +46,7 @@ def ranking_data_from_table(
         table = _drop_invalid_rows(table, label_col, group_col, where)
     labels = np.zeros(table.num_rows) if label_col is None else label_array(table.column(label_col), label_col,
                                                                             where, DROP_HINT)
-    qid = None
-    if group_col is not None:
-        col = table.column(group_col)
-        if col.null_count:
-            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise DataError(f"{where}group id {columns.group_name!r} is null in {col.null_count} rows, "
-                            f"first in row {row}{DROP_HINT}")
-        qid = col.to_numpy(zero_copy_only=False)
+    qid = None if group_col is None else group_id_array(table.column(group_col), columns.group_name, where, DROP_HINT)
     # dense columns stay dense rows (half the memory of CSR; the kernels agree bit for bit)
     if columns.feature_cols:
         X = _named_columns_to_dense(table, columns.feature_cols, dtype, where)

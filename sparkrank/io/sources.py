@@ -200,7 +200,8 @@ class Source:
         if not paths or None in paths:
             return None
         dataset = get_format(self.format).local_dataset(paths)
-        flt = ds.field(self.columns.group[0]) == qid
+        group = ds.field(self.columns.group[0])
+        flt = group.is_null() if qid is None else group == qid
         if self.where:
             try:
                 flt = flt & to_arrow_filter(self.where, dataset.schema, "")

@@ -318,13 +318,9 @@ def _labels(table, label_col) -> np.ndarray:
 
 
 def _qids(table, qid_col) -> np.ndarray:
-    from ..data.arrow import RowError
+    from ..data.arrow import group_id_array
 
-    col = table.column(qid_col)
-    if col.null_count:
-        row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-        raise RowError("", row, f"column {qid_col!r} is null (in {col.null_count} rows){DROP_HINT}")
-    return col.to_numpy(zero_copy_only=False)
+    return group_id_array(table.column(qid_col), qid_col, "", DROP_HINT)
 
 
 def _write_block(path: str, data: RankingData) -> dict:

@@ -53,15 +53,27 @@ def select_with_file_rows(df, cols: list):
         logger.disabled = disabled
 
 
+#: :func:`qid_of_row_error`'s answer for a message that names no qid (``None`` is a qid: a null one).
+NO_QID = object()
+
+
 def qid_of_row_error(message: str):
-    """The qid of a block's ``a row of qid Q: ...`` error (``None`` for another message)."""
+    """The qid of a block's ``a row of qid Q: ...`` error (``None`` for a null group id), or
+    :data:`NO_QID` for another message."""
     if not message.startswith(blocks.QID_ROW):
-        return None
+        return NO_QID
     head = message[len(blocks.QID_ROW):].partition(": ")[0]
     try:
         return ast.literal_eval(head)
     except (ValueError, SyntaxError):
-        return None
+        return NO_QID
+
+
+def group_is(column, qid):
+    """The Spark condition "this row's group id is ``qid``" (``None``: a null id)."""
+    from pyspark.sql import functions as F
+
+    return column.isNull() if qid is None else column == F.lit(qid)
 
 
 def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str,
@@ -69,8 +81,8 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
     """``message`` (a block's error) with the qid replaced by the file and row, when found:
     from the scan's file rows (Parquet), else by ``row_locator(qid, dtype)`` (a source that
     reads its files in-process, :meth:`sparkrank.io.sources.Source.locate_row`)."""
-    qid = qid_of_row_error(message) if qid_col else None
-    if qid is None:
+    qid = qid_of_row_error(message) if qid_col else NO_QID
+    if qid is NO_QID:
         return message
     located = _locate_by_file_rows(df, label_col, qid_col, spec, dtype_name, message, qid)
     if located == message and row_locator is not None:
@@ -83,7 +95,7 @@ def _locate_by_file_rows(df, label_col: str, qid_col: str, spec, dtype_name: str
     from pyspark.sql import functions as F
 
     cols = [label_col, qid_col, *spec.columns]
-    selected = select_with_file_rows(df.where(F.col(qid_col) == F.lit(qid)), cols)
+    selected = select_with_file_rows(df.where(group_is(F.col(qid_col), qid)), cols)
     if selected is None:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
         return message
     try:
