@@ -319,6 +319,23 @@ def test_a_null_group_id_is_named_by_file_and_row_on_both_engines(spark, tmp_pat
     assert messages["local"].startswith(f"{path}: row 11: group id 'qid' is null (in 1 rows); pass --drop-invalid-rows")
 
 
+@pytest.mark.parametrize("text, detail", [("", "{path}: the file is empty: no header row"),
+                                          ("label,qid,f1\n", "no preference pairs: the input has no data rows"),
+                                          ("label,qid,f1\n,1,0.5\n,1,0.2\n", "{path}: row 0: column 'label' is null (in 2 rows)")])
+def test_an_empty_csv_says_so_on_both_engines(spark, tmp_path, capsys, text, detail):
+    """A 0-byte CSV (pyarrow's 'Empty CSV file' vs Spark's 'no label column'), a header without
+    rows and an all-empty label column (pyarrow's null type: 'has type null' vs Spark's string)."""
+    path = tmp_path / "empty.csv"
+    path.write_text(text)
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    assert messages["local"] == messages["spark"]
+    assert messages["local"].startswith(detail.format(path=path))
+
+
 def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
     """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
     the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""

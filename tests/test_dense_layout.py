@@ -251,7 +251,8 @@ def test_dense_products_and_statistics_equal_csr_bit_for_bit(drawn, data):
 def test_feature_statistics_are_the_same_bits_for_any_split_of_the_rows(drawn, data):
     """The standardization's statistics from blocks (ColumnTotals added in any order, then the
     blocks' squared deviations from the common mean) equal the one-block statistics bit for bit,
-    on dense and CSR rows, and m2 is the exact sum of squared deviations to a few ulps even for
+    on dense and CSR rows, and m2 is the exact sum of squared deviations to a few ulps (each term rounds
+    once or twice) even for
     a feature far from 0 (Σx² − (Σx)²/n would cancel)."""
     from fractions import Fraction
 
@@ -282,7 +283,7 @@ def test_feature_statistics_are_the_same_bits_for_any_split_of_the_rows(drawn, d
     for j in range(n):  # m2 against exact rational arithmetic around the computed mean
         mean = Fraction(float(whole.mean[j]))
         exact = sum(((Fraction(float(x)) - mean) ** 2 for x in dense[:, j]), Fraction(0))
-        assert abs(float(whole.m2[j]) - float(exact)) <= 4 * np.finfo(float).eps * float(exact) + 1e-300, j
+        assert abs(float(whole.m2[j]) - float(exact)) <= 8 * np.finfo(float).eps * float(exact) + 1e-300, j
 
 
 @settings(max_examples=40, deadline=None)

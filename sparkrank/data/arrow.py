@@ -75,10 +75,13 @@ class RowError(DataError):
 
 
 def label_array(col, name: str, where: str, drop_hint: str = "") -> np.ndarray:
-    """A numeric, non-null, finite label column as float64 (one check for both engines)."""
+    """A numeric, non-null, finite label column as float64 (one check for both engines).  A
+    column of no values at all (pyarrow's null type: a CSV column left empty) is not a type
+    error: its rows are nulls, and a file of no rows has no labels to check."""
     col = _combine(col)
     typ = col.type
-    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+            or pa.types.is_null(typ)):
         raise DataError(f"{where}column {name!r} has type {typ}: labels must be numbers")
     if col.null_count:
         row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])

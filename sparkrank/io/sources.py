@@ -556,6 +556,8 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
         names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
     except UnicodeDecodeError:
         return None  # not text: the column check names what is missing
+    if not names:
+        raise DataError(f"{U.display_name(path)}: the file is empty: no header row")
     seen: set[str] = set()
     for name in names:
         if name in seen:
