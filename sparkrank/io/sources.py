@@ -545,8 +545,9 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
     """The column names of a CSV/TSV file's header row (``None`` when it is not text).
 
     A name given twice is a :class:`DataError` here, for both engines alike: pyarrow refuses
-    the file in its own words, and Spark renames the second column (``f1`` at position 2
-    becomes ``f12``), which can collide with a real ``f12`` or train on other columns."""
+    the file in its own words, and Spark renames each of the duplicates after its position
+    (``f1`` at positions 2 and 3 become ``f12`` and ``f13``), which can collide with a real
+    ``f12`` or train on other columns than asked."""
     import csv
     import io
 
