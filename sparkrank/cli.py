@@ -368,9 +368,9 @@ class _Inputs:
                                    drop_invalid_rows=self.args.drop_invalid_rows)
         if model is None:
             return data
-        if data.n_features > model.n_features:
-            raise DataError(f"{source.name} has {data.n_features} feature columns but the model {model.source} "
-                            f"has {model.n_features}")
+        from .model import check_model_width
+
+        check_model_width(data.n_features, model.n_features, model.source, source.name)
         return data.with_features(model.n_features)
 
 
@@ -534,7 +534,7 @@ def _spark_scores(args, inputs: "_Inputs", model, source):
 
     df, cols = source.dataframe(inputs.spark)
     pred = args.prediction_col
-    scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred)
+    scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred, data_name=source.name)
     group = [g for g in inputs.columns.group if g in scored.columns]
     if cols.qid and cols.qid not in group:
         group.append(cols.qid)

@@ -241,14 +241,16 @@ class RankingModel:
         return model
 
 
-def check_model_width(n_columns: int, n_weights: int, source: str) -> None:
-    """A ``DataError`` naming the model ``source`` when data has more feature columns than weights.
+def check_model_width(n_columns: int, n_weights: int, source: str, data: str = "the data") -> None:
+    """A ``DataError`` naming the model ``source`` (and the input, ``data``) when the data has more
+    feature columns than the model has weights: the one message of predict and evaluate on
+    both engines.
 
     Fewer columns are fine (absent trailing features are zeros).  Plain arguments, so a
     Spark task can check without shipping the model.
     """
     if n_columns > n_weights:
-        raise DataError(f"the data has {n_columns} feature columns but the model {source} has only "
+        raise DataError(f"{data} has {n_columns} feature columns but the model {source} has only "
                         f"{n_weights} weights (it never saw the features beyond)")
 
 

@@ -312,6 +312,21 @@ def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
         np.testing.assert_array_equal(scores[name], scores["labelled"])
 
 
+def test_predict_on_data_wider_than_the_model_is_one_message_on_both_engines(spark, tmp_path, capsys, small):
+    """Spark named neither the input nor the data's width the same way as in-process."""
+    model = tmp_path / "narrow.json"
+    model.write_text(json.dumps({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0}))
+    messages = {}
+    for engine in ("local", "spark"):
+        rc, err = _run(capsys, "predict", "--engine", engine, "--model", str(model), "--input", str(small),
+                       "--output", str(tmp_path / f"scores-{engine}"), "-q")
+        assert rc == 2, err
+        messages[engine] = [ln for ln in err.splitlines() if ln.startswith("sparkrank predict: error: ")]
+    assert messages["local"] == messages["spark"] == [
+        f"sparkrank predict: error: {small} has 5 feature columns but the model {model} has only 2 weights "
+        "(it never saw the features beyond)"]
+
+
 def test_per_query_csv_is_the_same_file_on_both_engines(spark, tmp_path, small):
     """evaluate --per-query x.csv writes the same columns and text on both engines: Spark's
     had only the first ten columns (no positives, positives at top, precision@k), and the local

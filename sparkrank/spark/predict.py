@@ -13,9 +13,10 @@ from .worker import worker_task
 
 
 def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = PREDICTION_COL,
-                      keep_features: bool = False):
+                      keep_features: bool = False, data_name: str = "the data"):
     """``df`` without its feature columns (all of ``df`` with ``keep_features``), plus
-    ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame."""
+    ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame.
+    ``data_name``: how a message names ``df`` (rows wider than the model are an error)."""
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     spec = feature_spec(df, features_col)
@@ -34,7 +35,7 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
 
         for batch in batches:
             X = table_to_csr(batch, spec, None, np.float64, "predict: ")
-            check_model_width(X.shape[1], weights.shape[0], source)  # a DataError the driver recovers
+            check_model_width(X.shape[1], weights.shape[0], source, data_name)  # a DataError the driver recovers
             s = csr_dot(X, weights[: X.shape[1]])
             if intercept:
                 s += intercept
