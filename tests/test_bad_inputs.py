@@ -98,15 +98,21 @@ def _error_line(err: str) -> str:
     return lines[0][len("sparkrank train: error: "):]
 
 
+def _errors_on_both_engines(path: Path | str, tmp_path: Path, capsys, *extra: str) -> dict[str, str]:
+    """Each engine's one error line for training on ``path`` (exit 2 on both)."""
+    messages = {}
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys, *extra)
+        assert rc == 2, (engine, err)
+        messages[engine] = _error_line(err)
+    return messages
+
+
 @pytest.mark.parametrize("case, build, expected", SVMLIGHT_CASES, ids=[c[0] for c in SVMLIGHT_CASES])
 def test_svmlight_errors_name_the_line_of_the_file_on_both_engines(spark, small_splits, tmp_path, capsys,
                                                                    case, build, expected):
     path = build(tmp_path)
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys)
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys)
     assert messages["local"] == messages["spark"]
     assert messages["local"].startswith(f"{path}: ")
     assert expected in messages["local"]
@@ -185,11 +191,8 @@ PARQUET_CASES = [
 @pytest.mark.parametrize("case, build, detail, row, qid", PARQUET_CASES, ids=[c[0] for c in PARQUET_CASES])
 def test_parquet_errors_name_the_row_on_both_engines(spark, tmp_path, capsys, case, build, detail, row, qid):
     path = build(tmp_path)
-    messages = {}
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--partitions", "3")
     for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "3")
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
         assert detail in messages[engine], engine
     if row is not None:  # Spark looks the shuffled row up again by its qid: the same file and row
         assert messages["local"].startswith(f"{path}: row {row}: {detail}")
@@ -205,11 +208,7 @@ def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tm
     path = tmp_path / "named.parquet"
     pq.write_table(pa.table({"label": [float(i % 3) for i in range(12)], "qid": [1 + i // 4 for i in range(12)],
                              "f1": pa.array(f1, pa.float64()), "f2": [1.0] * 12}), path)
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, "--feature-cols", "f2", "f1", "--partitions", "2")
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--feature-cols", "f2", "f1", "--partitions", "2")
     assert messages["local"] == messages["spark"] == f"{path}: row 7: feature column 'f1' {detail}"
 
 
@@ -229,11 +228,7 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     lines[1 + 13] = f"1,4,{token},1"  # row 13 (qid 4)
     path = tmp_path / "rows.csv"
     path.write_text("\n".join(lines) + "\n")
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, "--where", "qid > 1", "--partitions", "2")
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--where", "qid > 1", "--partitions", "2")
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
@@ -253,11 +248,7 @@ def test_a_file_that_is_not_parquet_is_named_on_both_engines(spark, tmp_path, ca
         path = tmp_path / "rows.csv"
         path.write_text("label,qid,f1\n" + "".join(f"{i % 3},{i // 10},{0.1 * i}\n" for i in range(40)))
         extra = ("--format", "parquet")
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, *extra)
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
     assert messages["local"] == messages["spark"] == \
         f"{path}: not a Parquet file, or a damaged one (its footer cannot be read)"
 
@@ -268,11 +259,7 @@ def test_a_csv_header_naming_a_column_twice_is_named_on_both_engines(spark, tmp_
     position), which collided with a real column or trained on other columns than asked."""
     path = tmp_path / "twice.csv"
     path.write_text("label,qid,f1,f1,f2\n" + "".join(f"{i % 3},{i // 10},{0.1 * i},1,2\n" for i in range(40)))
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, *extra)
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
     assert messages["local"] == messages["spark"] == f"{path}: the header row names column 'f1' twice"
 
 
@@ -286,11 +273,7 @@ def test_csv_labels_that_are_not_numbers_are_the_same_error_on_both_engines(spar
     lines[1 + 13] = f"{label},4,1.3"
     path = tmp_path / "labels.csv"
     path.write_text("\n".join(lines) + "\n")
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "2")
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--partitions", "2")
     assert messages["local"] == messages["spark"], messages
     assert detail in messages["local"]
 
@@ -310,11 +293,7 @@ def test_a_null_group_id_is_named_by_file_and_row_on_both_engines(spark, tmp_pat
         path.write_text("label,qid,f1\n" + "".join(f"{y},{'' if q is None else q},{x}\n" for y, q, x in
                                                   zip(table.column("label").to_pylist(), qids,
                                                       table.column("f1").to_pylist())))
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys, "--partitions", "2", "--feature-cols", "f1")
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--partitions", "2", "--feature-cols", "f1")
     assert messages["local"] == messages["spark"]
     assert messages["local"].startswith(f"{path}: row 11: group id 'qid' is null (in 1 rows); pass --drop-invalid-rows")
 
@@ -327,11 +306,7 @@ def test_an_empty_csv_says_so_on_both_engines(spark, tmp_path, capsys, text, det
     rows and an all-empty label column (pyarrow's null type: 'has type null' vs Spark's string)."""
     path = tmp_path / "empty.csv"
     path.write_text(text)
-    messages = {}
-    for engine in ENGINES:
-        rc, err = _train(path, engine, tmp_path, capsys)
-        assert rc == 2, (engine, err)
-        messages[engine] = _error_line(err)
+    messages = _errors_on_both_engines(path, tmp_path, capsys)
     assert messages["local"] == messages["spark"]
     assert messages["local"].startswith(detail.format(path=path))
 
