@@ -330,7 +330,7 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
     # every task factory of a pass hands Spark the freezing wrapper
     for task in (blocks.scores_task(None), blocks.driver_products_task((), (), {}, 1, None), blocks.labels_task(),
-                 blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.column_totals_task(1),
+                 blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.column_totals_task(),
                  blocks.centred_squares_task(None, 1),
                  blocks.column_moments_task(None, None, 1)):
         assert task.__wrapped__.__name__ == "task"

@@ -614,7 +614,7 @@ class SparkEngine(Engine):
         engine's bits)."""
         from .base import FeatureStatistics
 
-        totals = self._tree_sum(blocks.column_totals_task(self.n_features), blocks.add_totals)
+        totals = self._tree_sum(blocks.column_totals_task(), blocks.add_totals)
         if totals is None or totals.count == 0:
             return FeatureStatistics.empty(self.n_features)
         with self._broadcast(totals.mean()) as (mean,):

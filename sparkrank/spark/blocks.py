@@ -755,15 +755,16 @@ def add_pair(a: Any, b: Any):
     return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
 
 
-def column_totals_task(n_features: int):
+def column_totals_task():
     """The first pass of the feature statistics: each block's
-    :class:`~sparkrank.engines.base.ColumnTotals` (added up by ``treeAggregate``, :func:`add_totals`)."""
+    :class:`~sparkrank.engines.base.ColumnTotals` over its own width (padded as they are added up by
+    ``treeAggregate``, :func:`add_totals`)."""
     from ..engines.base import ColumnTotals
 
     def task(refs):
         for ref in refs:
             if ref.n_rows:
-                yield ColumnTotals.of_rows(open_block(ref.path, ref.width).X, ref.width)  # padded as added
+                yield ColumnTotals.of_rows(open_block(ref.path, ref.width).X, ref.width)
 
     return worker_task(task)
 
