@@ -368,9 +368,7 @@ class _Inputs:
                                    drop_invalid_rows=self.args.drop_invalid_rows)
         if model is None:
             return data
-        from .model import check_model_width
-
-        check_model_width(data.n_features, model.n_features, model.source, source.name)
+        model.check_width(data.n_features, source.name)
         return data.with_features(model.n_features)
 
 

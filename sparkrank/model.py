@@ -78,9 +78,10 @@ class RankingModel:
             raise ValueError(f"{self.source}: the standardization has {st.n_features} features but there are "
                              f"{self.weights.shape[0]} weights")
 
-    def check_width(self, n_columns: int) -> None:
-        """A ``DataError`` naming the model when data has more feature columns than it has weights."""
-        check_model_width(n_columns, self.n_features, self.source)
+    def check_width(self, n_columns: int, data: str = "the data") -> None:
+        """A ``DataError`` naming the model (and ``data``) when the data has more feature columns
+        than the model has weights (:func:`check_model_width`)."""
+        check_model_width(n_columns, self.n_features, self.source, data)
 
     @property
     def n_features(self) -> int:

@@ -140,8 +140,11 @@ def _arrow_dataset(paths: list[str], fmt):
                 raise
             raise DataError(unreadable_parquet(unreadable.group(1))) from None
 
-    schema = _unified_schema([discover(p) for p in paths])
-    datasets = [discover(p, schema) for p in paths]  # CSV files are then parsed to these types
+    found = [discover(p) for p in paths]
+    schema = _unified_schema(found)
+    # a path whose own schema is not the merged one is read again with it (CSV files are then
+    # parsed to these types)
+    datasets = [d if d.schema.equals(schema) else discover(p, schema) for p, d in zip(paths, found)]
     return datasets[0] if len(datasets) == 1 else ds.dataset(datasets)
 
 

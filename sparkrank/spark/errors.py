@@ -12,6 +12,7 @@ local engine raises, so both engines fail with the same class and text.
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from ..data.block import DataError
@@ -79,13 +80,32 @@ def data_error_in(exc: BaseException) -> DataError | None:
 QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 
+def _query_context_loggers() -> list:
+    from pyspark.logger import PySparkLogger
+
+    return [PySparkLogger.getLogger(name) for name in QUERY_CONTEXT_LOGGERS]
+
+
 def quiet_query_context_logs() -> None:
     """Keep PySpark from logging (at ERROR, as a JSON line with the JVM stack trace) an analysis
     or execution error it is about to raise: the command line reports it in one line instead."""
-    from pyspark.logger import PySparkLogger
+    for logger in _query_context_loggers():
+        logger.disabled = True
 
-    for name in QUERY_CONTEXT_LOGGERS:
-        PySparkLogger.getLogger(name).disabled = True
+
+@contextlib.contextmanager
+def query_context_logs_held_back():
+    """:func:`quiet_query_context_logs` for the ``with`` block only (an error expected there, in a
+    library call whose caller keeps PySpark's logs)."""
+    loggers = _query_context_loggers()
+    before = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, before):
+            logger.disabled = disabled
 
 
 def _data_error_class(name: str):

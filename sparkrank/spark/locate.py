@@ -41,16 +41,13 @@ def select_with_file_rows(df, cols: list):
     there, so PySpark's log of it is held back: PySpark 4 logs every analysis error of a
     DataFrame at ERROR with its JVM stack trace (logger ``DataFrameQueryContextLogger``) before
     raising it, which would print a stack trace on every such Spark fit."""
-    from pyspark.logger import PySparkLogger
+    from .errors import query_context_logs_held_back
 
-    logger = PySparkLogger.getLogger("DataFrameQueryContextLogger")  # the one PySpark logs with
-    disabled, logger.disabled = logger.disabled, True
-    try:
-        return df.select(*cols, *file_row_columns())
-    except Exception:  # noqa: BLE001 - any analysis error here means: no file rows
-        return None
-    finally:
-        logger.disabled = disabled
+    with query_context_logs_held_back():
+        try:
+            return df.select(*cols, *file_row_columns())
+        except Exception:  # noqa: BLE001 - any analysis error here means: no file rows
+            return None
 
 
 #: :func:`qid_of_row_error`'s answer for a message that names no qid (``None`` is a qid: a null one).
