@@ -190,3 +190,28 @@ def test_kept_states_read_back_as_mapped_arrays(tmp_path):
     assert blocks._read_state(str(tmp_path), 6) is None
     blocks._drop_states(str(tmp_path), (5,))
     assert blocks._read_state(str(tmp_path), 5) is None
+
+
+def test_a_fold_view_rebuilds_the_blocks_of_all_rows_when_they_are_gone(spark, synthetic, caplog):
+    """A fold view derives its blocks from the blocks of all rows on the executors; when those are
+    gone from a host (a lost worker's disk), the view rebuilds them first, then its own, and
+    trains the model of the same rows in memory bit for bit."""
+    import shutil
+
+    from sparkrank.engines.spark_folds import fold_views
+    from sparkrank.selection.folds import local_split
+
+    data, path = synthetic
+    expected = train(local_split(data, 2, seed=1)[0][0], solver="tron", C=1.0)
+    with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=2) as whole:
+        store = whole.store_id
+        shutil.rmtree(_store_dir(whole))  # before any task has mapped them
+        tr, va = fold_views(whole, 2, 0, seed=1)
+        try:
+            assert whole.store_id != store  # the blocks of all rows were rebuilt
+            model = train(tr, solver="tron", C=1.0)
+        finally:
+            va.close()
+            tr.close()
+    assert "rebuilding them, then the fold's" in caplog.text
+    np.testing.assert_array_equal(model.weights, expected.weights)

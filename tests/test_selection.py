@@ -230,29 +230,85 @@ def test_cli_tune_bad_range_is_a_clear_error(capsys):
     assert "C range is empty" in capsys.readouterr().err
 
 
-def test_spark_folds_are_hash_of_the_group_id(spark):
+def _view_group_ids(engine) -> list:
+    """The group id of every row of a Spark engine's blocks."""
+    from sparkrank.spark import blocks
+
+    return [q for _, _, ids in engine._refs_rdd.mapPartitions(blocks.labels_task()).collect() for q in ids]
+
+
+@pytest.mark.parametrize("placement", ["executor", "driver"])
+def test_spark_fold_views_hold_the_groups_of_the_hash_rule(spark, placement):
+    """A fold view's blocks, derived on the executors from the blocks of all rows, hold exactly
+    the groups the Spark column rule (and the local one) puts in its folds, as wide as all rows."""
+    from sparkrank.engines.spark_folds import fold_views
+    from sparkrank.selection.folds import OpenedEngine
+
     rng = np.random.default_rng(1)
     rows = [(float(rng.integers(0, 3)), int(q), [float(v) for v in rng.random(3)])
             for q in rng.integers(0, 30, size=300)]
     df = spark.createDataFrame(rows, ["label", "qid", "features"])
-    src = SparkSource(df)
+    src = SparkSource(df, engine_options={"num_partitions": 3, "placement": placement})
     k = 3
-    # one narrow job for the fold of every row, one per fold for the held-out split
     fold_of = {}
     for r in df.select("qid", src.fold_column(k, seed=5).alias("fold")).collect():
         assert fold_of.setdefault(r.qid, r.fold) == r.fold, "a group was split across folds"
-    assert set(fold_of) == {q for _, q, _ in rows} and set(fold_of.values()) <= set(range(k))
-    held_rows = 0
-    for i in range(k):
-        tr, va = src.split(k, i, seed=5)
-        held = [r.qid for r in va.df.select("qid").collect()]
-        assert set(held) == {q for q, f in fold_of.items() if f == i}
-        held_rows += len(held)
-    assert held_rows == len(rows)
-    assert {r.qid for r in tr.df.select("qid").collect()} == {q for q, f in fold_of.items() if f != k - 1}
+    ids = sorted(fold_of)
+    assert dict(zip(ids, group_folds(ids, k, seed=5).tolist())) == fold_of  # one rule on both engines
+    with OpenedEngine(src) as whole:
+        held_rows = 0
+        for i in range(k):
+            tr, va = fold_views(whole, k, i, seed=5)
+            try:
+                held, kept = _view_group_ids(va), _view_group_ids(tr)
+                assert set(held) == {q for q, f in fold_of.items() if f == i}
+                assert set(kept) == {q for q, f in fold_of.items() if f != i}
+                assert len(held) + len(kept) == len(rows)
+                assert tr.summary.n_groups + va.summary.n_groups == whole.summary.n_groups
+                assert tr.summary.n_features == va.summary.n_features == whole.summary.n_features
+                held_rows += va.summary.n_rows
+            finally:
+                va.close()
+                tr.close()
+        assert held_rows == len(rows)
     no_qid = SparkSource(df.drop("qid"), qid_col=None)
     with pytest.raises(DataError, match="query-id column"):
         tune(no_qid, folds=2, C_grid=[1.0])
+
+
+def test_spark_kfold_reads_the_source_once_and_an_empty_fold_is_an_error_first(spark, monkeypatch):
+    """tune --folds on Spark builds one engine from the source (the parts are its fold views, the
+    refit runs on it) and refuses a fold without groups before any fit, in the local words."""
+    from sparkrank.engines.spark import SparkEngine
+
+    rng = np.random.default_rng(2)
+    rows = [(float(rng.integers(0, 3)), int(q), [float(v) for v in rng.random(3)])
+            for q in rng.integers(0, 12, size=150)]
+    df = spark.createDataFrame(rows, ["label", "qid", "features"])
+    arranged = []
+    arrange = SparkEngine._arrange
+    monkeypatch.setattr(SparkEngine, "_arrange", lambda self, frame: arranged.append(1) or arrange(self, frame))
+    result = tune(SparkSource(df, engine_options={"num_partitions": 2}), folds=3, C_grid=[0.1, 1.0], seed=0)
+    assert len(arranged) == 1 and result.model is not None
+    local = tune(RankingData.from_arrays(np.array([r[2] for r in rows]), np.array([r[0] for r in rows]),
+                                         np.array([r[1] for r in rows])), folds=3, C_grid=[0.1, 1.0], seed=0)
+    np.testing.assert_array_equal(result.model.weights, local.model.weights)
+    for a, b in zip(local.rows, result.rows):
+        assert a.fold_metrics == b.fold_metrics
+    # two groups cannot fill three folds: the local engine's message, before any engine pass
+    two = df.filter(df.qid.isin(int(rows[0][1]), int(rows[1][1])))
+    messages = []
+    for source in (SparkSource(two), _local_rows(two)):
+        with pytest.raises(DataError) as err:
+            tune(source, folds=3, C_grid=[1.0])
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "3-fold" in messages[0]
+
+
+def _local_rows(df) -> RankingData:
+    rows = df.collect()
+    return RankingData.from_arrays(np.array([r.features for r in rows]), np.array([r.label for r in rows]),
+                                   np.array([r.qid for r in rows]))
 
 
 def test_cli_tune_on_spark_matches_local(spark, tmp_path, capsys):

@@ -25,7 +25,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .block import DataError
+from .block import DataError, RankingData
+from .groups import QueryGroups
 
 #: Hash values are in ``[0, 2**HASH_BITS)``.
 HASH_BITS = 32
@@ -79,14 +80,36 @@ def group_folds(ids: Iterable, k: int, seed: int = 0) -> np.ndarray:
     """Fold number (``0..k-1``) of each group id; a :class:`DataError` when a fold gets no group."""
     k = check_fold_count(k)
     fold = (group_hash(ids, seed) % np.uint64(k)).astype(np.int64)
-    if fold.size < k:
-        raise DataError(f"group-wise {k}-fold needs at least {k} query groups, the data has {fold.size}")
-    counts = np.bincount(fold, minlength=k)
+    check_fold_sizes(np.bincount(fold, minlength=k), seed)
+    return fold
+
+
+def check_fold_sizes(groups_per_fold: np.ndarray, seed: int) -> None:
+    """A :class:`DataError` unless every fold got a query group (``groups_per_fold[i]``: the
+    groups of fold ``i``, however an engine counted them)."""
+    counts = np.asarray(groups_per_fold, dtype=np.int64)
+    k, total = counts.shape[0], int(counts.sum())
+    if total < k:
+        raise DataError(f"group-wise {k}-fold needs at least {k} query groups, the data has {total}")
     if not counts.all():
         raise DataError(f"group-wise {k}-fold: fold {int(np.argmin(counts)) + 1} gets none of the "
-                        f"{fold.size} query groups (folds are a hash of the group id, seed {seed}); "
+                        f"{total} query groups (folds are a hash of the group id, seed {seed}); "
                         "use fewer folds or another seed")
-    return fold
+
+
+def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
+    """The rows of the given groups (in the given order) as a new :class:`RankingData`, as wide
+    as ``data``: what every engine trains and scores a fold on."""
+    group_index = np.asarray(group_index, dtype=np.int64)
+    offsets = data.groups.offsets
+    sizes = np.diff(offsets)[group_index]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # row r of new group j is old row offsets[g_j] + (r - new_offsets[j])
+    rows = np.repeat(offsets[group_index] - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
+    groups = QueryGroups.from_offsets(data.labels[rows], new_offsets)
+    qids = None if data.qids is None else data.qids[group_index]
+    # the subset's own input order: the rank of each kept row's original position
+    return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
 
 
 def spark_group_hash(group, seed: int = 0):

@@ -190,8 +190,7 @@ class SparkEngine(Engine):
         self.is_local = self.sc.master.startswith("local")
         # where the block manager keeps its directories: the executors' blocks go beside them
         self.local_dir = str(self.sc._jvm.org.apache.spark.util.Utils.getConfiguredLocalDirs(self.sc._jsc.sc().conf())[0])
-        self._store_ids: list[str] = []
-        self._recipes: dict[int, blocks.StateRecipe] = {}
+        self._reset_store_state()
         if self.is_local:  # the executors share this host: sweep what dead applications left
             for path in blocks.sweep_stale_applications(self.owner.app_id, self.local_dir):
                 log.info("removed stale block directory %s", path)
@@ -217,26 +216,43 @@ class SparkEngine(Engine):
         # the executors' tile size, fixed for the engine's life: kept states are one per tile
         self.tile_bytes = tiles.TILE_BYTES
         self._requested_features = n_features
-        self._state_ids = itertools.count(1)
-        self._released: list[int] = []
-        self._driver_states: dict[int, object] = {}
-        self.dropped_rows = 0
-        self._passes_started = False
-        self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         if drop_invalid_rows:
             df = self._drop_invalid_rows(df)
             parquet_files = None  # the filter runs in Spark
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
         self._row_locator = row_locator
         self._df = self._arrange(df)
+        self._parquet_files = list(parquet_files or []) if placement == "executor" else []
+        self._open()
+
+    #: What an engine derived from this one (a fold view, :mod:`sparkrank.engines.spark_folds`)
+    #: shares with it: the session, the columns, the placement and the block layout.
+    SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "spec",
+                       "placement", "num_partitions", "dtype", "aggregation_depth", "tile_bytes", "_source_df",
+                       "_row_locator", "_df")
+
+    def _reset_store_state(self) -> None:
+        """What belongs to this engine's own blocks: stores, kept states and their recipes,
+        cached references, counters (none yet)."""
+        self._store_ids: list[str] = []
+        self._recipes: dict[int, blocks.StateRecipe] = {}
+        self._state_ids = itertools.count(1)
+        self._released: list[int] = []
+        self._driver_states: dict[int, object] = {}
+        self.dropped_rows = 0
+        self._passes_started = False
+        self._processed = np.zeros(3, dtype=np.int64)  # passes, rows, groups since progress()
         self._refs_df = self._refs_rdd = None
         self._plans_bc = None  # driver placement: the partitions' steps of Xᵀc (_step_plans)
         self._coalesced = None  # local master: the references in fewer tasks (_pass_refs)
+        self._parquet_files: list[str] = []
+
+    def _open(self) -> None:
+        """Build the blocks, the engine registered for closing at exit first."""
         _OPEN_ENGINES.add(self)
         if not _EXIT_HOOK:
             atexit.register(_close_at_exit)
             _EXIT_HOOK.append(True)
-        self._parquet_files = list(parquet_files or []) if placement == "executor" else []
         self._build()
 
     # -- building the blocks ---------------------------------------------------------------
@@ -254,8 +270,6 @@ class SparkEngine(Engine):
         return df.filter(~bad)
 
     def _arrange(self, df):
-        from pyspark.sql import functions as F
-
         cols = [self.label_col] + ([self.qid_col] if self.qid_col else [])
         cols += self.spec.columns
         df, order = _with_read_order(df, cols)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..choices import DEFAULT_COUNTING
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
-from ..data.block import DataError, RankingData
+from ..data.block import DataError
 from ..engines.base import Engine
 from ..evaluation.evaluate import model_weights_for
 from ..evaluation.kernel import MetricsKernel
@@ -20,7 +21,7 @@ from ..model import RankingModel
 from ..numerics.vectors import fit_length
 from ..solvers.registry import solver_spec
 from ..training import train
-from .folds import OpenedEngine, as_source, local_split
+from .folds import KFold, OpenedEngine, as_source
 from .grid import DEFAULT_METRIC, check_c_grid
 from .result import TuneResult, combine_folds
 
@@ -151,46 +152,43 @@ def tune(
     # feature widths of training and held-out parts may differ (the largest index seen in
     # each); weights are padded to the held-out width.  A k-fold part may be narrower than its
     # training part, a validation set may not: evaluate refuses such data for the model
-    if valid is not None:
-        with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
-            check_valid_width(tr, va, names)
-            paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
-                           checkpoints and checkpoints.path(0, tr, va))]
-            held_out = [_sizes(va)]
-        mode, k = "validation", 1
-    else:
-        k = int(folds)
-        if isinstance(train_data, Engine):
-            raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
-                            "(an engine cannot be split into folds)")
-        if isinstance(train_data, RankingData):
-            splits = local_split(train_data, k, seed)
+    with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
+        if valid is not None:
+            with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+                check_valid_width(tr, va, names)
+                paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
+                               checkpoints and checkpoints.path(0, tr, va))]
+                held_out = [_sizes(va)]
+            mode, k = "validation", 1
         else:
-            train_data.fold_column(k, seed)  # clear error for data without query ids
-            splits = [train_data.split(k, i, seed) for i in range(k)]
-        paths, held_out = [], []
-        for i, (tr_src, va_src) in enumerate(splits):
-            with OpenedEngine(tr_src) as tr, OpenedEngine(va_src) as va:
-                paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink,
-                                   checkpoints and checkpoints.path(i, tr, va)))
-                held_out.append(_sizes(va))
-        mode = "kfold"
+            k = int(folds)
+            if isinstance(train_data, Engine):
+                raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
+                                "(an engine cannot be split into folds)")
+            kfold = stack.enter_context(KFold(train_data, k, seed))
+            paths, held_out = [], []
+            for i in range(k):
+                with kfold.part(i) as (tr, va):
+                    paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink,
+                                       checkpoints and checkpoints.path(i, tr, va)))
+                    held_out.append(_sizes(va))
+            mode = "kfold"
 
-    rows = [combine_folds(C, [p[j] for p in paths], metric) for j, C in enumerate(grid)]
-    for j, row in enumerate(rows):
-        row.warm = j > 0 and not cold_start
-    scored = [r for r in rows if not math.isnan(r.metric)]
-    if not scored:
-        raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
-                        "queries in the held-out data)")
-    best = max(scored, key=lambda r: r.metric)  # max returns the first maximum: smallest C on ties
+        rows = [combine_folds(C, [p[j] for p in paths], metric) for j, C in enumerate(grid)]
+        for j, row in enumerate(rows):
+            row.warm = j > 0 and not cold_start
+        scored = [r for r in rows if not math.isnan(r.metric)]
+        if not scored:
+            raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
+                            "queries in the held-out data)")
+        best = max(scored, key=lambda r: r.metric)  # max returns the first maximum: smallest C on ties
 
-    model = None
-    if mode == "validation":
-        model = best_seen["model"]
-    elif refit:
-        log.info("refitting %s at the best C=%g on all training data", solver, best.C)
-        with OpenedEngine(train_data) as tr:
+        model = None
+        if mode == "validation":
+            model = best_seen["model"]
+        elif refit:
+            log.info("refitting %s at the best C=%g on all training data", solver, best.C)
+            tr = kfold.whole()  # on Spark the engine the folds were views of: no second read
             # the mean fold solution is a close start: every fold saw most of the data
             w_sum = fold_sum.get(grid.index(best.C))
             w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..data.block import DataError, RankingData
-from ..data.folds import group_folds, spark_group_fold
-from ..data.groups import QueryGroups
+from ..data.folds import group_folds, spark_group_fold, take_groups
 from ..engines.base import Engine
 from ..engines.registry import make_engine
 
@@ -50,30 +50,9 @@ class SparkSource:
             raise DataError("group-wise k-fold needs a query-id column; this DataFrame has none (one global ranking)")
         return spark_group_fold(group_expression(group), k, seed)
 
-    def split(self, k: int, fold: int, seed: int) -> tuple["SparkSource", "SparkSource"]:
-        """``(training part, held-out part)`` of fold ``fold``."""
-        f = self.fold_column(k, seed)
-        return (SparkSource(self.df.filter(f != fold), self.label_col, self.qid_col, self.features_col,
-                            self.engine_options),
-                SparkSource(self.df.filter(f == fold), self.label_col, self.qid_col, self.features_col,
-                            self.engine_options))
-
-
-def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
-    """The rows of the given groups (in the given order) as a new :class:`RankingData`."""
-    group_index = np.asarray(group_index, dtype=np.int64)
-    offsets = data.groups.offsets
-    sizes = np.diff(offsets)[group_index]
-    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    # row r of new group j is old row offsets[g_j] + (r - new_offsets[j])
-    rows = np.repeat(offsets[group_index] - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
-    groups = QueryGroups.from_offsets(data.labels[rows], new_offsets)
-    qids = None if data.qids is None else data.qids[group_index]
-    # the subset's own input order: the rank of each kept row's original position
-    return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
-
 
 def local_split(data: RankingData, k: int, seed: int) -> list[tuple[RankingData, RankingData]]:
+    """``(training part, held-out part)`` of each of the ``k`` folds of ``data`` (whole groups)."""
     if data.qids is None:
         raise DataError("group-wise k-fold needs query ids; this data is one global ranking")
     fold = group_folds(data.qids, k, seed)
@@ -106,3 +85,63 @@ class OpenedEngine:
     def __exit__(self, *exc) -> None:
         if self.owned:
             self.engine.close()
+
+
+class KFold:
+    """The parts of group-wise k-fold of a source, and the engine over all of it (for the refit).
+
+    In memory (:class:`RankingData`) the parts are split up front (:func:`local_split`) and an
+    engine over all rows is built only when the refit asks for it.  On Spark the engine over all
+    rows is built first and each part is a fold view of it
+    (:mod:`sparkrank.engines.spark_folds`): the source is read once, not 2k + 1 times.  Either
+    way a fold without a query group is an error before any fit.  A context manager: it closes
+    what it built.
+    """
+
+    def __init__(self, source, k: int, seed: int):
+        self.source, self.k, self.seed = source, k, seed
+        self._parts: list[tuple[RankingData, RankingData]] | None = None
+        self._whole: Engine | None = None
+
+    def __enter__(self) -> "KFold":
+        if isinstance(self.source, RankingData):
+            self._parts = local_split(self.source, self.k, self.seed)
+        else:
+            from ..engines.spark_folds import check_spark_folds
+
+            self.source.fold_column(self.k, self.seed)  # clear error for data without query ids
+            self._whole = self.source.engine()
+            try:
+                check_spark_folds(self._whole, self.k, self.seed)
+            except BaseException:
+                self.__exit__()
+                raise
+        return self
+
+    @contextmanager
+    def part(self, fold: int) -> Iterator[tuple[Engine, Engine]]:
+        """Engines over ``(training part, held-out part)`` of fold ``fold``, closed afterwards."""
+        if self._parts is not None:
+            tr_data, va_data = self._parts[fold]
+            with OpenedEngine(tr_data) as tr, OpenedEngine(va_data) as va:
+                yield tr, va
+            return
+        from ..engines.spark_folds import fold_views
+
+        tr, va = fold_views(self._whole, self.k, fold, self.seed)
+        try:
+            yield tr, va
+        finally:
+            va.close()
+            tr.close()
+
+    def whole(self) -> Engine:
+        """The engine over all rows (built on first use in memory)."""
+        if self._whole is None:
+            self._whole = make_engine(self.source, "local")
+        return self._whole
+
+    def __exit__(self, *exc) -> None:
+        if self._whole is not None:
+            whole, self._whole = self._whole, None
+            whole.close()
