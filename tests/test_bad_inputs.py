@@ -531,3 +531,42 @@ def test_subprocess_stderr_is_one_line_without_traceback(tmp_path, engine):
     assert ours == [f"sparkrank train: error: {path}: malformed value 'abc' of feature 1 on line 25000"]
     stopped, alive = (int(proc.stdout.split(word)[1].split()[0]) for word in ("stopped", "alive"))
     assert (stopped >= 1 if engine == "spark" else stopped == 0) and alive == 0, proc.stdout
+
+
+FLOAT32_OVERFLOW = {
+    # (file, what the message says about the value); the value is finite as float64
+    "svmlight": ("over.txt", "feature 2 on line 3 is 1e39, beyond float32's range"),
+    # more than 18 digits: a token the scanner leaves to Python's float()
+    "svmlight-long-token": ("long.txt", f"feature 2 on line 3 is {'9' * 40}, beyond float32's range"),
+    "parquet": ("over.parquet", "row 2: feature column 1 is 1e+39, beyond float32's range"),
+    "csv": ("over.csv", "row 2: feature column 'f2' is 1e+39, beyond float32's range"),
+}
+
+
+@pytest.mark.parametrize("case", list(FLOAT32_OVERFLOW))
+def test_a_value_beyond_float32_is_named_by_file_and_line_on_both_engines(spark, tmp_path, capsys, case):
+    """``--dtype float32`` cannot hold 1e39: both engines say so with the file and line (or row)
+    and how to read it, the same words (Spark parses text as float64 and meets the value in a
+    shuffled block: its message is the local reader's); the same input trains in float64."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name, expected = FLOAT32_OVERFLOW[case]
+    big = "9" * 40 if case == "svmlight-long-token" else "1e39"
+    labels, qids = [1, 0, 2, 0, 1, 0], [1, 1, 1, 2, 2, 2]
+    values = [[0.5, 0.25], [0.1, 0.2], [0.3, float(big)], [0.9, 0.4], [0.2, 0.7], [0.6, 0.1]]
+    path = tmp_path / name
+    if case.startswith("svmlight"):
+        path.write_text("".join(f"{y} qid:{q} 1:{x[0]} 2:{big if k == 2 else x[1]}\n"
+                                for k, (y, q, x) in enumerate(zip(labels, qids, values))))
+    elif case == "parquet":
+        pq.write_table(pa.table({"label": labels, "qid": qids, "features": values}), path)
+    else:
+        path.write_text("label,qid,f1,f2\n" + "".join(f"{y},{q},{x[0]},{big if k == 2 else x[1]}\n"
+                                                      for k, (y, q, x) in enumerate(zip(labels, qids, values))))
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--dtype", "float32")
+    assert messages["local"] == messages["spark"]
+    assert messages["local"] == f"{path}: {expected} (--dtype float64 reads it)"
+    for engine in ENGINES:
+        rc, err = _train(path, engine, tmp_path, capsys)  # float64 holds it
+        assert rc == 0, (engine, err)

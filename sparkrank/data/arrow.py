@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
-from .block import DataError, check_max_features, max_features_limit, max_features_message
+from .block import DataError, beyond_float32, check_max_features, max_features_limit, max_features_message
 
 
 #: The metadata key of a Spark array column assembled from named columns: their names.
@@ -107,6 +107,31 @@ def _combine(col) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
+def _as_dtype(values: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    """Feature values as ``dtype`` (a value beyond float32's range becomes inf, without numpy's
+    overflow warning) and, only when the cast changed the type and left a value that is not
+    finite, the values as read, for the message (:func:`_value_detail`)."""
+    raw = values.to_numpy(zero_copy_only=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = raw.astype(dtype, copy=False)
+        # a float64 sum of float32 values is finite exactly when every value is
+        keep = cast is not raw and not np.isfinite(np.sum(cast, dtype=np.float64))
+    return cast, (raw if keep else None)
+
+
+def value_detail(label, cast, raw=None) -> str:
+    """How a message names a feature value ``cast`` that is not finite: as read (``raw``) when
+    that was finite (``--dtype float32`` could not hold it), else as it is."""
+    if raw is not None and np.isfinite(raw):
+        return beyond_float32(f"feature column {label}", repr(float(raw)))
+    return f"feature column {label} is {float(cast)!r}"
+
+
+def _value_detail(label, k: int, cast: np.ndarray, raw: np.ndarray | None) -> str:
+    """:func:`value_detail` of value ``k`` of the flat arrays of :func:`_as_dtype`."""
+    return value_detail(label, cast[k], None if raw is None else raw[k])
+
+
 def _row_of(indptr: np.ndarray, k: int) -> int:
     return int(np.searchsorted(indptr, k, side="right") - 1)
 
@@ -126,8 +151,8 @@ def lists_to_csr(indices, values, n_features: int | None, dtype, where: str = ""
     indptr = np.zeros(len(ilen) + 1, dtype=np.int64)
     np.cumsum(ilen, out=indptr[1:])
     flat_i = ind.flatten().to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    flat_v = val.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-    return _build(flat_v, flat_i, indptr, n_features, where, max_features)
+    flat_v, raw = _as_dtype(val.flatten(), dtype)
+    return _build(flat_v, flat_i, indptr, n_features, where, max_features, raw)
 
 
 def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
@@ -143,7 +168,7 @@ def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
     lengths = values.value_lengths().to_numpy(zero_copy_only=False).astype(np.int64)
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    flat_v = values.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    flat_v, raw = _as_dtype(values.flatten(), dtype)
     dense_rows = kind == 1
     # dense rows: column = position inside the row; sparse rows: their stored indices, in order
     flat_i = np.arange(indptr[-1], dtype=np.int64) - np.repeat(indptr[:-1], lengths)
@@ -153,7 +178,7 @@ def vectors_to_csr(col, n_features: int | None, dtype, where: str = "",
     widths = np.where(dense_rows, lengths, np.nan_to_num(size, nan=0).astype(np.int64))
     _same_width(widths, "feature vectors differ in size", where)
     width = int(widths[0]) if widths.size else 0
-    return _build(flat_v, flat_i, indptr, max(width, n_features or 0), where, max_features)
+    return _build(flat_v, flat_i, indptr, max(width, n_features or 0), where, max_features, raw)
 
 
 def dense_lists(col, n_features: int | None, dtype, where: str = "",
@@ -173,18 +198,22 @@ def dense_lists(col, n_features: int | None, dtype, where: str = "",
     if flat.null_count:  # a null element (a null in a named column): not a number, say so
         k = int(np.flatnonzero(flat.is_null().to_numpy(zero_copy_only=False))[0])
         raise RowError(where, k // width, f"feature column {spec.column_label(k % width)} is null")
-    dense = flat.to_numpy(zero_copy_only=False).astype(dtype, copy=False).reshape(len(arr), width)
-    _check_dense_finite(dense, where, spec)
+    values, raw = _as_dtype(flat, dtype)
+    dense = values.reshape(len(arr), width)
+    _check_dense_finite(dense, where, spec, raw)
     if pad and n_features is not None and n_features > width:
         dense = np.pad(dense, ((0, 0), (0, n_features - width)))
     return dense
 
 
-def _check_dense_finite(dense: np.ndarray, where: str, spec: FeatureSpec = FeatureSpec()) -> None:
+def _check_dense_finite(dense: np.ndarray, where: str, spec: FeatureSpec = FeatureSpec(),
+                        raw: np.ndarray | None = None) -> None:
+    """A :class:`RowError` at the first value of ``dense`` that is not finite (``raw``: the values
+    as read, flat, when a cast may have made one inf: :func:`_as_dtype`)."""
     if not np.isfinite(dense).all():
         bad = np.argwhere(~np.isfinite(dense))
         r, j = int(bad[0, 0]), int(bad[0, 1])
-        raise RowError(where, r, f"feature column {spec.column_label(j)} is {float(dense[r, j])!r}")
+        raise RowError(where, r, _value_detail(spec.column_label(j), r * dense.shape[1] + j, dense.reshape(-1), raw))
 
 
 def dense_lists_to_csr(col, n_features: int | None, dtype, where: str = "",
@@ -247,7 +276,8 @@ def _same_width(widths: np.ndarray, what: str, where: str) -> None:
         raise RowError(where, row, f"{what}: {int(widths[row])} here but {int(widths[0])} in the rows before")
 
 
-def _build(flat_v, flat_i, indptr, n_features, where, max_features: int | None = None) -> sp.csr_matrix:
+def _build(flat_v, flat_i, indptr, n_features, where, max_features: int | None = None,
+           raw: np.ndarray | None = None) -> sp.csr_matrix:
     if flat_i.size:
         lo = int(flat_i.min())
         if lo < 0:
@@ -267,7 +297,7 @@ def _build(flat_v, flat_i, indptr, n_features, where, max_features: int | None =
     bad = np.flatnonzero(~np.isfinite(flat_v))
     if bad.size:
         k = int(bad[0])
-        raise RowError(where, _row_of(indptr, k), f"feature column {int(flat_i[k])} is {float(flat_v[k])!r}")
+        raise RowError(where, _row_of(indptr, k), _value_detail(int(flat_i[k]), k, flat_v, raw))
     width = int(flat_i.max()) + 1 if flat_i.size else 0
     if n_features is not None and width > n_features:
         k = int(np.flatnonzero(flat_i >= n_features)[0])

@@ -84,6 +84,12 @@ def max_features_message(what: str, width: int, max_features: int) -> str:
             "if the data really is that wide")
 
 
+def beyond_float32(what: str, value) -> str:
+    """The one text for a finite feature value that float32 cannot hold (``--dtype float32``
+    turns it into inf): ``what`` names the feature (and line or row), ``value`` is as read."""
+    return f"{what} is {value}, beyond float32's range (--dtype float64 reads it)"
+
+
 @dataclass(frozen=True)
 class RankingData:
     """Training or evaluation data for a linear ranker.

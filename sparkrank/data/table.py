@@ -13,7 +13,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
-from .arrow import FeatureSpec, RowError, group_id_array, label_array, table_to_csr
+from .arrow import FeatureSpec, RowError, group_id_array, label_array, table_to_csr, value_detail
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
 log = logging.getLogger("sparkrank")
@@ -71,11 +71,13 @@ def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.nda
         if col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise RowError(where, row, f"feature column {spec.column_label(j)} is null")
-        dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, named below
+            dense[:, j] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = np.argwhere(~np.isfinite(dense))
     if bad.size:
         r, c = int(bad[0, 0]), int(bad[0, 1])
-        raise RowError(where, r, f"feature column {spec.column_label(c)} is {float(dense[r, c])!r}")
+        raw = table.column(names[c])[r].as_py()
+        raise RowError(where, r, value_detail(spec.column_label(c), dense[r, c], None if raw is None else float(raw)))
     return dense
 
 

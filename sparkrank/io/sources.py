@@ -194,6 +194,8 @@ class Source:
 
         from .where import to_arrow_filter
 
+        if self.format == "svmlight":
+            return self._svmlight_error(dtype)
         if self.format not in DELIMITED or len(self.columns.group) != 1:
             return None
         paths = [U.local_path(entry.path) for entry in self.files]
@@ -212,6 +214,21 @@ class Source:
             return _row_in_its_file(dataset, flt, self.columns, read)
         except Exception:  # noqa: BLE001 - the error being located stays the one reported
             return None
+
+    def _svmlight_error(self, dtype: type) -> str | None:
+        """The local reader's message for this SVMlight input read as ``dtype`` (its first bad
+        line in file order, named by file and line), or ``None``.  On Spark the text is parsed as
+        float64 and a value float32 cannot hold only turns up in a block, among shuffled rows;
+        the local reader names its line (``--where``: ``None``, the filtered rows are unknown)."""
+        if self.where or any(U.local_path(entry.path) is None for entry in self.files):
+            return None
+        try:
+            self._svmlight_data(None, dtype, threads=1)
+        except DataError as exc:
+            return str(exc)
+        except Exception:  # noqa: BLE001 - the error being located stays the one reported
+            return None
+        return None
 
     def _local_path(self, uri: str) -> str:
         path = U.local_path(uri)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Union
 import numpy as np
 
 from ...choices import FEATURE_LAYOUTS, check_choice
-from ..block import DataError, RankingData, max_features_limit, max_features_message
+from ..block import DataError, RankingData, beyond_float32, max_features_limit, max_features_message
 from . import scanner as S
 from .parse_decimal import INF, NAN
 from .writer import write_svmlight
@@ -243,6 +243,8 @@ def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, 
         msg = f"malformed value {tail!r} of feature {aux1} on line {line}"
     elif code == S.E_FEAT_NONFINITE:
         msg = f"feature {aux1} on line {line} is {_nonfinite_word(aux2)}"
+    elif code == S.E_FEAT_RANGE:
+        msg = beyond_float32(f"feature {aux1} on line {line}", tok.split(":", 1)[1] if ":" in tok else tok)
     elif code == S.E_COLON:
         msg = f"token {tok!r} on line {line} is not index:value (missing ':')"
     elif code == S.E_INDEX:
@@ -605,8 +607,18 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
                 msg = f"feature {col + (0 if zero_based else 1)} on line {line} is {word}"
             raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
         is_label = tgt < 0
+        with np.errstate(over="ignore"):
+            cast = slow_vals.astype(values.dtype)
+        over = np.flatnonzero(~is_label & ~np.isfinite(cast))
+        if over.size:  # as the scanner's E_FEAT_RANGE
+            k = int(over[0])
+            line = int(slow[k, 3])
+            col = int(tgt[k] % width if width >= 0 else indices[tgt[k]])
+            msg = beyond_float32(f"feature {col + (0 if zero_based else 1)} on line {line}",
+                                 raw[int(slow[k, 1]):int(slow[k, 2])].decode())
+            raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
         labels[-tgt[is_label] - 1] = slow_vals[is_label]
-        values[tgt[~is_label]] = slow_vals[~is_label]
+        values[tgt[~is_label]] = cast[~is_label]
 
     if qid_layout is None and m:
         qid_layout = QidLayout(bool(out.qid_kind[0] != 0), bool(out.qid_kind[0] == 1), int(out.row_line[0]), name)

@@ -34,6 +34,7 @@ E_NFEAT = 11  # aux1 = index
 E_INDEX_BIG = 12
 E_MAX_FEATURES = 13  # aux1 = index
 E_WIDER = 14  # dense layout only: a column at or beyond the width chosen up front (not a data error)
+E_FEAT_RANGE = 15  # a finite value the values array's float32 cannot hold: aux1 = index
 
 
 @njit(cache=True, nogil=True)
@@ -296,6 +297,9 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
                     n_slow += 1
                     v = 0.0
                 values[pos] = v
+                if values[pos] - values[pos] != 0.0:  # finite v stored as inf: beyond float32's range
+                    _set_err(err, E_FEAT_RANGE, line, tok, e, idx, 0)
+                    break
                 if width < 0:
                     indices[nnz] = col
                 nnz += 1
