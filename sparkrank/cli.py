@@ -563,6 +563,7 @@ def _strict_json(metrics: dict) -> str:
 
 
 def _cmd_evaluate(args) -> int:
+    from .engines.padded import PaddedEngine
     from .evaluation.evaluate import evaluate_model
     from .io.fs import filesystem
     from .io.outputs import check_output_dir, check_output_file
@@ -578,15 +579,14 @@ def _cmd_evaluate(args) -> int:
         check_output_file(args.per_query, inputs.spark)
     opts = dict(ks=tuple(args.k), discount=args.ndcg_discount, zero_idcg=args.zero_idcg)
     source = inputs.source()
-    try:
-        engine = inputs.engine(source, model.n_features)
-    except DataError as exc:  # e.g. data wider than the model: say which model
-        raise DataError(f"{exc} (evaluating the model {model.source}, which has {model.n_features} weights)") from exc
-    with engine:
+    # the rows at their own width: wider than the model is predict's error, on both engines;
+    # narrower, they are evaluated with the model's width (engines/padded.py)
+    with inputs.engine(source) as engine:
+        model.check_width(engine.summary.n_features, source.name)
         if engine.summary.n_rows == 0:  # every metric would be NaN: most likely a --where that keeps nothing
             raise DataError(f"{source.name}: no data rows to evaluate" + (f" (--where {args.where!r})"
                                                                            if args.where else ""))
-        result = evaluate_model(model, engine, **opts)
+        result = evaluate_model(model, PaddedEngine(engine, model.n_features), **opts)
     _print_convergence(args, model)
     text = _strict_json(result)
     print(text)

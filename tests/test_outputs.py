@@ -312,19 +312,42 @@ def test_predict_scores_rows_without_labels(spark, tmp_path, small, engine):
         np.testing.assert_array_equal(scores[name], scores["labelled"])
 
 
-def test_predict_on_data_wider_than_the_model_is_one_message_on_both_engines(spark, tmp_path, capsys, small):
-    """Spark named neither the input nor the data's width the same way as in-process."""
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_data_wider_than_the_model_is_one_message_on_both_engines(spark, tmp_path, capsys, small, command):
+    """Spark named neither the input nor the data's width the same way as in-process (predict);
+    evaluate said 'feature index 5 on line 2 exceeds n_features=2' in-process and 'data has
+    feature index 4 but n_features=2' on Spark."""
     model = tmp_path / "narrow.json"
     model.write_text(json.dumps({"weights": [0.1, 0.2], "solver": "tron", "C": 1.0}))
     messages = {}
     for engine in ("local", "spark"):
-        rc, err = _run(capsys, "predict", "--engine", engine, "--model", str(model), "--input", str(small),
-                       "--output", str(tmp_path / f"scores-{engine}"), "-q")
+        out = ["--output", str(tmp_path / f"scores-{engine}")] if command == "predict" else []
+        rc, err = _run(capsys, command, "--engine", engine, "--model", str(model), "--input", str(small), *out, "-q")
         assert rc == 2, err
-        messages[engine] = [ln for ln in err.splitlines() if ln.startswith("sparkrank predict: error: ")]
+        messages[engine] = [ln for ln in err.splitlines() if ln.startswith(f"sparkrank {command}: error: ")]
     assert messages["local"] == messages["spark"] == [
-        f"sparkrank predict: error: {small} has 5 feature columns but the model {model} has only 2 weights "
+        f"sparkrank {command}: error: {small} has 5 feature columns but the model {model} has only 2 weights "
         "(it never saw the features beyond)"]
+
+
+def test_evaluate_on_data_narrower_than_the_model_counts_every_weight(spark, tmp_path, capsys, small):
+    """Rows read at their own width and a model of more weights: the metrics and the training
+    objective (½‖w‖² over all its weights) are those of the rows read at the model's width."""
+    from sparkrank.data.io import read_ranking_data
+    from sparkrank.engines.local import LocalEngine
+    from sparkrank.evaluation.evaluate import evaluate_model
+    from sparkrank.model import RankingModel
+
+    weights = [0.1, -0.2, 0.3, 0.05, -0.1, 0.7, -0.4]  # the data has 5 columns
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps({"weights": weights, "solver": "tron", "C": 1.0}))
+    expected = evaluate_model(RankingModel.load(str(path)), LocalEngine(read_ranking_data(small, n_features=7)))
+    for engine in ("local", "spark"):
+        capsys.readouterr()
+        assert main(["evaluate", "--engine", engine, "--model", str(path), "--input", str(small), "-q"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        for key in ("objective", "pairwise_accuracy", "mean_ndcg"):
+            assert got[key] == expected[key], (engine, key)
 
 
 def test_per_query_csv_is_the_same_file_on_both_engines(spark, tmp_path, small):
