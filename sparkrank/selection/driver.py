@@ -146,12 +146,12 @@ def tune(
         if valid is None and refit and not cold_start:
             prev = fold_sum.get(j, np.zeros(0))
             w = model.weights
-            n = max(prev.shape[0], w.shape[0])  # Spark folds may see different largest indices
+            n = max(prev.shape[0], w.shape[0])  # (k-fold parts are as wide as all rows: n is w's)
             fold_sum[j] = fit_length(prev, n) + fit_length(w, n)
 
-    # feature widths of training and held-out parts may differ (the largest index seen in
-    # each); weights are padded to the held-out width.  A k-fold part may be narrower than its
-    # training part, a validation set may not: evaluate refuses such data for the model
+    # k-fold parts are as wide as all rows, on every engine (data/folds.take_groups, fold views);
+    # a validation set has its own width and may be narrower than the training rows, not wider
+    # (evaluate refuses such data for the model); weights are padded to the held-out width
     with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
         if valid is not None:
             with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
