@@ -118,8 +118,8 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--features-col", default="features",
                    help="features column: Spark ML vector or array (default features; else indices+values lists)")
     g.add_argument("--feature-cols", nargs="+", metavar="COL",
-                   help="numeric columns to use as features (remembered in the model: predict and evaluate "
-                        "need no repetition)")
+                   help="numeric columns to use as features, separated by spaces or commas as --qid-col "
+                        "(remembered in the model: predict and evaluate need no repetition)")
     g.add_argument("--max-features", type=POSITIVE_INT, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
                         "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
@@ -377,7 +377,8 @@ def _columns(args, model=None):
     from .io.sources import ColumnSpec
 
     remembered = (model.summary.get("feature_cols") or None) if model is not None else None
-    given = args.feature_cols
+    # "f1,f2" as --qid-col takes several columns, or "f1 f2"
+    given = [name for item in args.feature_cols for name in ColumnSpec.parse_group(item)] if args.feature_cols else None
     if given and remembered and list(given) != list(remembered):
         raise ValueError(f"the model was trained on --feature-cols {' '.join(remembered)}; "
                          f"--feature-cols {' '.join(given)} differs")

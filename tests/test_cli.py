@@ -157,3 +157,19 @@ def test_mq2008_tron(C, tmp_path, capsys):
     # published linear RankSVM on MQ2008 reaches ~0.47 mean NDCG; a broken trainer is far below
     assert result["pairwise_accuracy"] > 0.8
     assert result["mean_ndcg"] > 0.43
+
+
+@pytest.mark.parametrize("given", [["f1", "f2", "f3"], ["f1,f2,f3"], ["f1,f2", "f3"], ["f1, f2,", "f3"]])
+def test_feature_cols_take_spaces_or_commas_as_qid_col_does(tmp_path, given):
+    """``--feature-cols f1,f2`` named one column 'f1,f2' (an error listing f1 and f2 among the
+    columns); it now means f1 and f2, as ``--qid-col a,b`` means a and b."""
+    rng = np.random.default_rng(3)
+    rows = [f"{int(rng.integers(0, 3))},{i // 10},{rng.random():.3f},{rng.random():.3f},{rng.random():.3f},7"
+            for i in range(60)]
+    path = tmp_path / "rows.csv"
+    path.write_text("label,qid,f1,f2,f3,other\n" + "\n".join(rows) + "\n")
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(path), "--feature-cols", *given,
+                 "--model", str(model), "-q"]) == 0
+    loaded = RankingModel.load(str(model))
+    assert loaded.summary["feature_cols"] == ["f1", "f2", "f3"] and loaded.n_features == 3
