@@ -371,7 +371,8 @@ def lake(cluster, tmp_path_factory):
     """A 3-day Hive-partitioned lake under ``root``, ``uri`` = ``file://root``, the rows the
     :data:`WHERE` filter keeps, and ``models/best.json`` and ``tune.json`` written there by
     ``jobs/tune.py`` (2 folds, C in {0.5, 1}, every fit from w = 0, so the refit at the best C
-    is the same fit as a local train of the kept rows)."""
+    is the same fit as a local train of the kept rows), in a run that loses worker 1's executor
+    (``kill -9``) after the first fit's second iteration."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -389,9 +390,21 @@ def lake(cluster, tmp_path_factory):
         if day >= 2:
             kept.append((X, part.labels, qid))
     uri = f"file://{root}"
-    _submit(cluster, "tune.py", "--input", f"{uri}/lake", "--where", WHERE, "--folds", "2", "--C-grid", "0.5", "1",
-            "--cold-start", "--partitions", "2", "--solver", "tron", "--tol", str(LAKE_TOL), "--model", f"{uri}/models/best.json",
-            "--output-json", f"{uri}/tune.json")
+    # the folds are views of one engine over the lake's rows (engines/spark_folds.py): an executor
+    # killed in the first fit takes blocks of both, and the search must still end in the local fit
+    job = Job(cluster, "tune.py", "--input", f"{uri}/lake", "--where", WHERE, "--folds", "2", "--C-grid", "0.5", "1",
+              "--cold-start", "--partitions", "2", "--solver", "tron", "--tol", str(LAKE_TOL),
+              "--model", f"{uri}/models/best.json", "--output-json", f"{uri}/tune.json")
+    try:
+        job.wait_for_iteration(2)
+        _kill_an_executor_of(cluster, 1)
+        rc = job.finish()
+    finally:
+        if job.proc.poll() is None:
+            job.kill_driver()
+    (root / "tune.log").write_text(job.log)
+    assert rc == 0, f"the lake's tune job failed after a lost executor ({rc}):\n{job.log[-8000:]}"
+    assert "(recovery 1 of at most" in job.log, "the fold view's fit never noticed the lost executor"
     return root, uri, kept
 
 
