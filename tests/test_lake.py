@@ -361,3 +361,36 @@ def test_a_quoted_number_in_where_compares_with_a_number_column_as_on_spark(spar
                      "--model", str(tmp_path / "x.json")]) == 2, engine
         assert (f"sparkrank train: error: {hive}: --where \"part = '3.5'\": column 'part' is int32 and '3.5' is not "
                 "an integer") in capsys.readouterr().err, engine
+
+
+def test_a_number_against_a_string_column_in_where_names_the_input_and_the_filter(spark, tmp_path, capsys):
+    """``--where "day > 5"`` on a string column: Spark casts each value of the column to a number
+    (rows of numeric text are kept as in-process would keep their quoted twin; text that is no
+    number fails), the local engine has no such comparison.  Both now name the input and the
+    filter; the local engine says what to write instead (it said pyarrow's "Function 'greater' has
+    no kernel matching input types (string, int8)", Spark the cast error without the input)."""
+    rows = {"label": [1.0, 0.0, 2.0, 0.0, 1.0, 0.0], "qid": ["a", "a", "b", "b", "c", "c"],
+            "features": [[0.5, 0.1], [0.1, 0.2], [0.3, 0.1], [0.9, 0.4], [0.2, 0.7], [0.6, 0.3]]}
+    words, digits = tmp_path / "words.parquet", tmp_path / "digits.parquet"
+    pq.write_table(pa.table({**rows, "day": ["x", "x", "y", "y", "z", "z"]}), words)
+    pq.write_table(pa.table({**rows, "day": ["7", "7", "9", "9", "3", "3"]}), digits)
+    errors = {}
+    for engine in ("local", "spark"):
+        capsys.readouterr()
+        assert main(["train", "--engine", engine, "--input", str(words), "--where", "day > 5",
+                     "--model", str(tmp_path / "x.json")]) == 2, engine
+        errors[engine] = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
+    assert errors["local"] == [f"sparkrank train: error: {words}: --where 'day > 5' compares the string column 'day' "
+                               "with the number 5: quote the number to compare text ('5'), or run on Spark "
+                               "(--engine spark), which casts each value of the column to a number"]
+    assert len(errors["spark"]) == 1 and errors["spark"][0].startswith(
+        f"sparkrank train: error: {words}: cannot read with --where 'day > 5': [CAST_INVALID_INPUT] The value 'x'")
+    # numeric text: Spark keeps the rows whose number passes; in-process, the same rows by text
+    models = []
+    for engine, where in (("spark", "day > 5"), ("local", "day IN ('7', '9')")):
+        out = tmp_path / f"{engine}.json"
+        assert main(["train", "--engine", engine, "--input", str(digits), "--where", where, "--model", str(out),
+                     "-q"]) == 0
+        models.append(RankingModel.load(str(out)))
+    assert models[0].summary["n_rows"] == models[1].summary["n_rows"] == 4
+    np.testing.assert_array_equal(models[0].weights, models[1].weights)

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..data.block import DataError
 from .base import Engine
 
 log = logging.getLogger("sparkrank")
@@ -81,11 +82,20 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
 
     df, cols = source.dataframe(spark or active_or_new_session())
     local_files = getattr(source, "local_parquet_files", None)
-    return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
-                       placement=placement, num_partitions=num_partitions, dtype=dtype,
-                       aggregation_depth=aggregation_depth, n_features=n_features,
-                       drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
-                       row_locator=getattr(source, "locate_row", None))
+    try:
+        return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                           placement=placement, num_partitions=num_partitions, dtype=dtype,
+                           aggregation_depth=aggregation_depth, n_features=n_features,
+                           drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
+                           row_locator=getattr(source, "locate_row", None))
+    except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process
+        from ..spark.errors import CAST_CONDITION, data_error_in
+
+        error = data_error_in(exc)
+        where = getattr(source, "where", None)
+        if error is None or not where or not str(error).startswith(f"[{CAST_CONDITION}]"):
+            raise
+        raise DataError(f"{source.name}: cannot read with --where {where!r}: {error}") from None
 
 
 _COMMON = ("n_features", "dtype", "drop_invalid_rows")

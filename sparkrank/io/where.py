@@ -141,8 +141,22 @@ class _Parser:
         import pyarrow.dataset as ds
 
         if isinstance(operand, _Column):
+            self.check_text_against_number(operand, other)
             return ds.field(operand)
         return ds.scalar(self.literal(operand, other))
+
+    def check_text_against_number(self, column: "_Column", other) -> None:
+        """A string column compared with a number literal: Spark casts each of the column's values
+        to the number's type (and fails on the first that is not one); pyarrow has no such
+        comparison, so say what to do instead of its kernel error."""
+        import pyarrow as pa
+
+        kind = self.types[column]
+        number = isinstance(other, (int, float)) and not isinstance(other, bool)
+        if number and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise DataError(f"{self.where}--where {self.text!r} compares the string column {str(column)!r} with the "
+                            f"number {other!r}: quote the number to compare text ('{other}'), or run on Spark "
+                            "(--engine spark), which casts each value of the column to a number")
 
     def literal(self, value, other):
         """``value`` as Spark compares it with ``other``: a string literal against a number
@@ -178,13 +192,13 @@ class _Parser:
                 self.i += 1
                 values.append(self.take("lit"))
             self.take("op", ")")
-            expr = self.expression(left, None).isin([self.literal(v, left) for v in values])
+            expr = self.expression(left, values[0]).isin([self.literal(v, left) for v in values])
         elif self.peek("kw", "between"):
             self.i += 1
             low = self.operand()
             self.take("kw", "and")
             high = self.operand()
-            column = self.expression(left, None)
+            column = self.expression(left, low)
             expr = (column >= self.expression(low, left)) & (column <= self.expression(high, left))
         elif self.peek("kw", "is") and not negate:
             self.i += 1
