@@ -313,12 +313,14 @@ def test_an_empty_csv_says_so_on_both_engines(spark, tmp_path, capsys, text, det
 
 def test_a_where_that_spark_cannot_cast_is_one_line(spark, tmp_path, capsys):
     """A --where comparing a string column with a number: Spark's ANSI cast fails inside the job;
-    the command prints Spark's own first line (exit 2), no Py4J or JVM trace."""
+    the command prints the input, the filter and Spark's own first line (exit 2), no Py4J or JVM
+    trace (the local engine's words: tests/test_lake.py)."""
     path = tmp_path / "ids.csv"
     path.write_text("label,qid,f1\n" + "".join(f"{i % 3},q{i // 10},{0.1 * i}\n" for i in range(40)))
     rc, err = _train(path, "spark", tmp_path, capsys, "--where", "qid = 5")
     assert rc == 2, err
-    assert _error_line(err).startswith("[CAST_INVALID_INPUT] The value 'q0' of the type \"STRING\" cannot be cast")
+    assert _error_line(err).startswith(f"{path}: cannot read with --where 'qid = 5': [CAST_INVALID_INPUT] "
+                                       "The value 'q0' of the type \"STRING\" cannot be cast")
 
 
 def test_parquet_directory_errors_name_the_file_and_its_row_on_both_engines(spark, tmp_path, capsys):
