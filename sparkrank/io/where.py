@@ -192,6 +192,9 @@ class _Parser:
                 self.i += 1
                 values.append(self.take("lit"))
             self.take("op", ")")
+            for value in values[1:]:
+                if isinstance(left, _Column):
+                    self.check_text_against_number(left, value)
             expr = self.expression(left, values[0]).isin([self.literal(v, left) for v in values])
         elif self.peek("kw", "between"):
             self.i += 1
