@@ -89,13 +89,14 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
                            drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
                            row_locator=getattr(source, "locate_row", None))
     except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process
+        from ..io.where import cannot_read
         from ..spark.errors import CAST_CONDITION, data_error_in
 
         error = data_error_in(exc)
         where = getattr(source, "where", None)
         if error is None or not where or not str(error).startswith(f"[{CAST_CONDITION}]"):
             raise
-        raise DataError(f"{source.name}: cannot read with --where {where!r}: {error}") from None
+        raise DataError(cannot_read(source.name, where, error)) from None
 
 
 _COMMON = ("n_features", "dtype", "drop_invalid_rows")

@@ -161,7 +161,7 @@ class Source:
             return self._svmlight_data(n_features, dtype, threads)
         from ..data.arrow import RowError
         from ..data.table import ranking_data_from_table
-        from .where import to_arrow_filter
+        from .where import cannot_read, to_arrow_filter
 
         dataset = fmt.local_dataset(paths)
         names = dataset.schema.names
@@ -172,8 +172,7 @@ class Source:
             table = dataset.to_table(filter=flt)
         except Exception as exc:  # pyarrow's errors: a filter's types, a CSV value its column's type cannot hold
             if type(exc).__module__.startswith("pyarrow"):
-                with_filter = f" with --where {self.where!r}" if self.where else ""
-                raise DataError(f"{where}cannot read{with_filter}: {exc}") from None
+                raise DataError(cannot_read(self.name, self.where, exc)) from None
             raise
         meta = dataset.schema.metadata or {}
         stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
@@ -440,7 +439,7 @@ def _local_filter_error(df, text: str, where: str) -> None:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from .where import locally_supported, to_arrow_filter
+    from .where import UnsupportedFilter, locally_supported, to_arrow_filter
 
     def arrow_type(spark_type):
         try:
@@ -449,7 +448,10 @@ def _local_filter_error(df, text: str, where: str) -> None:
             return pa.null()
 
     if locally_supported(text):
-        to_arrow_filter(text, pa.schema([(f.name, arrow_type(f.dataType)) for f in df.schema.fields]), where)
+        try:
+            to_arrow_filter(text, pa.schema([(f.name, arrow_type(f.dataType)) for f in df.schema.fields]), where)
+        except UnsupportedFilter:  # what only Spark evaluates (a number against a string column): Spark's words
+            return
 
 
 def _stack_svmlight(parts):

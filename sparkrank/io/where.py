@@ -145,16 +145,16 @@ class _Parser:
             return ds.field(operand)
         return ds.scalar(self.literal(operand, other))
 
-    def check_text_against_number(self, column: "_Column", other) -> None:
-        """A string column compared with a number literal: Spark casts each of the column's values
-        to the number's type (and fails on the first that is not one); pyarrow has no such
-        comparison, so say what to do instead of its kernel error."""
+    def check_text_against_number(self, column: _Column, other) -> None:
+        """A string column compared with a number literal is outside the subset: Spark casts each
+        of the column's values to the number's type (and fails on the first that is not one);
+        pyarrow has no such comparison, so say what to do instead of its kernel error."""
         import pyarrow as pa
 
         kind = self.types[column]
         number = isinstance(other, (int, float)) and not isinstance(other, bool)
         if number and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-            raise DataError(f"{self.where}--where {self.text!r} compares the string column {str(column)!r} with the "
+            raise UnsupportedFilter(f"{self.where}--where {self.text!r} compares the string column {str(column)!r} with the "
                             f"number {other!r}: quote the number to compare text ('{other}'), or run on Spark "
                             "(--engine spark), which casts each value of the column to a number")
 
@@ -192,10 +192,10 @@ class _Parser:
                 self.i += 1
                 values.append(self.take("lit"))
             self.take("op", ")")
-            for value in values[1:]:
-                if isinstance(left, _Column):
+            if isinstance(left, _Column):
+                for value in values:
                     self.check_text_against_number(left, value)
-            expr = self.expression(left, values[0]).isin([self.literal(v, left) for v in values])
+            expr = self.expression(left, None).isin([self.literal(v, left) for v in values])
         elif self.peek("kw", "between"):
             self.i += 1
             low = self.operand()
@@ -231,12 +231,20 @@ def to_arrow_filter(text: str, schema, where: str = ""):
     Raises
     ------
     UnsupportedFilter
-        Outside the subset (message suggests ``--engine spark``).
+        Outside the subset (message suggests ``--engine spark``), a number compared with a
+        string column included.
     DataError
         A column that is not in ``schema`` (the message lists them), or a string literal that
         is not a number of the number column it is compared with.
     """
     return _Parser(text, schema, where).parse()
+
+
+def cannot_read(name: str, where_filter: str | None, detail) -> str:
+    """The message of an input that could not be read (with its ``--where``, when there is one):
+    pyarrow's errors in-process, a value Spark's ``--where`` cast fails on (the same words)."""
+    with_filter = f" with --where {where_filter!r}" if where_filter else ""
+    return f"{name}: cannot read{with_filter}: {detail}"
 
 
 def locally_supported(text: str) -> bool:

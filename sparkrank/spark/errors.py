@@ -34,11 +34,11 @@ _GZIP_CAUSE = re.compile(r"Caused by: java\.(?:io\.EOFException|util\.zip\.ZipEx
 # "[FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading file file:/x/a.parquet."
 _NO_FOOTER = re.compile(r"CANNOT_READ_FILE_FOOTER\] Encountered error while reading file (\S+?)\.\s")
 
+#: The condition of a value that a ``--where`` comparison cannot cast to the other side's type.
+CAST_CONDITION = "CAST_INVALID_INPUT"
 #: Spark's error conditions that come from the input or the command line, not from sparkrank
 #: or the cluster (a value that a --where cannot cast, a CSV header that names a column twice,
 #: an unknown column or bad SQL, a path that is not there): reported in one line, as a DataError.
-#: The condition of a value that a ``--where`` comparison cannot cast to the other side's type.
-CAST_CONDITION = "CAST_INVALID_INPUT"
 INPUT_CONDITIONS = (CAST_CONDITION, "COLUMN_ALREADY_EXISTS", "UNRESOLVED_COLUMN", "PARSE_SYNTAX_ERROR",
                     "DATATYPE_MISMATCH", "PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA", "FAILED_READ_FILE")
 # "[CAST_INVALID_INPUT] The value 'q1' of the type ... SQLSTATE: 22018" up to the end of its line
