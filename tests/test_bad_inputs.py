@@ -232,6 +232,46 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
+@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups"])
+def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, kind):
+    """Bad rows in several files, groups and blocks: Spark named the first block's bad row (here
+    the group that sorts first, last in the files) with that block's count, plus '(and 2 more
+    partitions with errors)'.  Both engines now name the first file with a bad row, checked as
+    a whole: its first failing check (labels before features), its first such row, and how many
+    rows of that file fail it."""
+    import pyarrow.csv as pcsv
+
+    n = 240
+    qids = np.repeat(np.arange(12)[::-1], 20)  # groups in descending order: block order is not file order
+    labels, f1 = (np.arange(n) % 3).astype(float), np.linspace(0.0, 1.0, n)
+    f1[7] = np.nan  # file 1: a feature before the labels, but labels are checked first
+    labels[[50, 130]] = np.nan  # file 1, two groups (qid 9 and 5)
+    labels[[215, 230]] = np.inf  # file 2 (qid 1 and 0: the first block's)
+    table = pa.table({"label": labels, "qid": qids, "f1": f1, "day": ["a"] * 200 + ["b"] * 40})
+    files = [table.slice(0, 200), table.slice(200)]
+    extra = ("--partitions", "3", "--feature-cols", "f1")
+    if kind == "hive-where":
+        for part, name in zip(files, ("a", "b")):
+            (tmp_path / "lake" / f"day={name}").mkdir(parents=True)
+            pq.write_table(part.drop(["day"]), tmp_path / "lake" / f"day={name}" / "part.parquet")
+        path, first, extra = tmp_path / "lake", tmp_path / "lake" / "day=a" / "part.parquet", \
+            extra + ("--where", "qid >= 0")
+    else:
+        (tmp_path / "in").mkdir()
+        for k, part in enumerate(files):
+            if kind == "csv":
+                pcsv.write_csv(part, tmp_path / "in" / f"part-{k}.csv")
+            else:  # direct-row-groups: blocks read straight from the row groups, in file order
+                pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet", row_group_size=40)
+        path, first = tmp_path / "in", tmp_path / "in" / f"part-0.{'csv' if kind == 'csv' else 'parquet'}"
+        if kind == "parquet":  # one row group per file: too few for the blocks, rows are shuffled
+            for k, part in enumerate(files):
+                pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet")
+    messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
+    assert messages["local"] == messages["spark"], messages
+    assert messages["local"].startswith(f"{first}: row 50: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
+
+
 @pytest.mark.parametrize("kind", ["truncated", "csv-as-parquet"])
 def test_a_file_that_is_not_parquet_is_named_on_both_engines(spark, tmp_path, capsys, kind):
     """A damaged Parquet file, or a CSV given --format parquet: one line naming the file on both

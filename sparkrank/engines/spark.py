@@ -47,7 +47,7 @@ from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_st
 from ..spark import blocks
 from ..spark.errors import ClusterError
 from ..spark.io import feature_spec
-from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, locate_row_error, select_with_file_rows
+from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, is_row_error, locate_row_error, select_with_file_rows
 from ..spark.progress import job_progress
 from . import tiles
 from .base import (
@@ -163,9 +163,9 @@ class SparkEngine(Engine):
         the rows of each query are contiguous in the files and there are at least as many
         row groups as partitions; otherwise rows are shuffled.
     row_locator : callable, optional
-        ``row_locator(qid, dtype) -> "file: row n: detail" | None``: names a bad row of a
-        source whose scan has no row index (CSV) by reading its files in-process
-        (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
+        ``row_locator(dtype) -> "file: row n: detail" | None``: the local engine's message for
+        the bad rows of a source whose scan has no row index (CSV), by reading its files
+        in-process (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
     """
 
     def __init__(
@@ -307,9 +307,7 @@ class SparkEngine(Engine):
         errors = [r.error for r in refs if r.error]
         if errors:
             self._drop_refs()
-            errors[0] = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype, errors[0],
-                                         self._row_locator)
-            raise DataError(errors[0] + (f" (and {len(errors) - 1} more partitions with errors)" if len(errors) > 1 else ""))
+            raise DataError(self._located_error(errors, "partitions", is_row_error(errors[0])))
         # a Python-side cached copy of the tiny refs: passes then skip the DataFrame-to-RDD
         # row conversion, and the cached partitions keep the executor locality of the blocks
         self._refs_rdd = self._refs_df.rdd.persist()
@@ -355,11 +353,24 @@ class SparkEngine(Engine):
             if not errors:
                 return refs
             self._discard_store()
-            raise DataError(errors[0] + (f" (and {len(errors) - 1} more blocks with errors)" if len(errors) > 1 else ""))
+            raise DataError(self._located_error(errors, "blocks", next(r for r in refs if r.error).row_error))
         log.info("%s; shuffling rows by %s instead", why, self.qid_col)
         self._discard_store()
         self._parquet_files = []  # later rebuilds shuffle too
         return None
+
+    def _located_error(self, errors: list[str], parts: str, row_error: bool) -> str:
+        """The message for the blocks' ``errors`` (one per ``parts`` that failed, in order): the
+        local engine's when the first is about a row (``row_error``;
+        :func:`~sparkrank.spark.locate.locate_row_error`: the first file with a bad row, checked
+        as the local reader checks it, whichever blocks held its rows), else the first error
+        and how many more ``parts`` failed."""
+        if row_error:
+            located = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype,
+                                       self._row_locator)
+            if located is not None:
+                return located
+        return errors[0] + (f" (and {len(errors) - 1} more {parts} with errors)" if len(errors) > 1 else "")
 
     def _discard_store(self) -> None:
         """Delete the current store's block files and drop its references."""

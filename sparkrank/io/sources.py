@@ -183,31 +183,27 @@ class Source:
         except RowError as exc:
             raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
-    def locate_row(self, qid, dtype: type = np.float64) -> str | None:
-        """``"{file}: row {n}: {detail}"`` for the first bad row of group ``qid`` in this source,
-        read in-process, rows counted in their own file before ``--where``, as the local engine
-        counts them; ``None`` when it cannot tell.  For the Spark engine's error path on CSV/TSV,
-        whose scans have no row index (Parquet's is ``_metadata.row_index``,
-        :mod:`sparkrank.spark.locate`); local files only."""
-        import pyarrow.dataset as ds
-
+    def locate_row(self, dtype: type = np.float64) -> str | None:
+        """The local engine's message for this source's bad rows: ``"{file}: row {n}: {detail}"``
+        for the first file (in the local reader's order) with a bad row, read in-process and
+        checked as a whole, rows counted in their own file before ``--where``, as the local
+        engine counts them; ``None`` when it cannot tell.  For the Spark engine's error path on
+        CSV/TSV, whose scans have no row index (Parquet's is ``_metadata.row_index``,
+        :mod:`sparkrank.spark.locate`) and SVMlight; local files only."""
         from .where import to_arrow_filter
 
         if self.format == "svmlight":
             return self._svmlight_error(dtype)
-        if self.format not in DELIMITED or len(self.columns.group) != 1:
+        if self.format not in DELIMITED:
             return None
         paths = [U.local_path(entry.path) for entry in self.files]
         if not paths or None in paths:
             return None
         dataset = get_format(self.format).local_dataset(paths)
-        group = ds.field(self.columns.group[0])
-        flt = group.is_null() if qid is None else group == qid
-        if self.where:
-            try:
-                flt = flt & to_arrow_filter(self.where, dataset.schema, "")
-            except DataError:
-                pass  # a filter only Spark understands: the group's rows it dropped are read too
+        try:
+            flt = to_arrow_filter(self.where, dataset.schema, "") if self.where else None
+        except DataError:
+            return None  # a filter only Spark understands: which rows it kept is unknown here
         read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=False)
         try:
             return _row_in_its_file(dataset, flt, self.columns, read)

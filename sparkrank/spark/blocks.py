@@ -301,14 +301,16 @@ def _ref_arrow_schema():
                       ("error", pa.string())])
 
 
-QID_ROW = "a row of qid "
+#: How a block names a bad row: by its qid, or by its label when rows have no group id
+#: (:mod:`sparkrank.spark.locate` then names its file and row).
+QID_ROW, LABEL_ROW = "a row of qid ", "a row with label "
 
 
 def _sample(table, label_col: str, qid_col: str | None, row: int) -> str:
     """A shuffled row named by what it holds: its qid, else its label."""
     if qid_col:
         return f"{QID_ROW}{table.column(qid_col)[row].as_py()!r}"
-    return f"a row with label {table.column(label_col)[row].as_py()!r}"
+    return f"{LABEL_ROW}{table.column(label_col)[row].as_py()!r}"
 
 
 def _labels(table, label_col) -> np.ndarray:

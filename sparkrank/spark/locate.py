@@ -1,17 +1,19 @@
 """Name a bad row by its file and row, as the local engine does, after blocks rejected it.
 
-Blocks are built from shuffled rows, so a block can only name a bad row by its qid
-(``a row of qid 17: ...``).  On that error path (never otherwise) the driver reads that
-qid's rows again straight from the source, with Spark's ``_metadata.file_path`` and
-``_metadata.row_index`` (Parquet), puts them in file order and runs the same checks
-(:func:`~sparkrank.spark.blocks.decode_rows`): the first bad row gives ``file: row N: ...``,
-the text the local reader prints for the same file.  Sources without file metadata keep
-the qid wording.
+Blocks are built from shuffled rows, so a block can only name a bad row by what it holds
+(``a row of qid 17: ...``), and each block checks only its own rows: with bad rows in several
+blocks, the first block's is not the one the local reader names, nor are its counts.  On that
+error path (never otherwise) the driver runs one more job over the source: its rows with
+Spark's ``_metadata.file_path`` and ``_metadata.row_index`` (Parquet), grouped by file, each
+file put in row order and checked as a whole (:func:`~sparkrank.spark.blocks.decode_rows`, the
+local reader's checks in its order), as the local reader checks each file when it looks for
+a bad row (:func:`sparkrank.io.sources._row_in_its_file`).  The first file by path with a bad
+row gives ``file: row N: ...``, the text the local reader prints for the same input.  Sources
+without file metadata are read in-process when their files are local (CSV), else keep the
+blocks' wording.
 """
 
 from __future__ import annotations
-
-import ast
 
 import numpy as np
 
@@ -50,68 +52,70 @@ def select_with_file_rows(df, cols: list):
             return None
 
 
-#: :func:`qid_of_row_error`'s answer for a message that names no qid (``None`` is a qid: a null one).
-NO_QID = object()
+def is_row_error(message: str) -> bool:
+    """Whether a block's error is about one of its rows (``a row of qid Q: ...``, or ``a row
+    with label Y: ...`` without group ids): rows a block can only name by what they hold."""
+    return message.startswith((blocks.QID_ROW, blocks.LABEL_ROW))
 
 
-def qid_of_row_error(message: str):
-    """The qid of a block's ``a row of qid Q: ...`` error (``None`` for a null group id), or
-    :data:`NO_QID` for another message."""
-    if not message.startswith(blocks.QID_ROW):
-        return NO_QID
-    head = message[len(blocks.QID_ROW):].partition(": ")[0]
-    try:
-        return ast.literal_eval(head)
-    except (ValueError, SyntaxError):
-        return NO_QID
-
-
-def group_is(column, qid):
-    """The Spark condition "this row's group id is ``qid``" (``None``: a null id)."""
-    from pyspark.sql import functions as F
-
-    return column.isNull() if qid is None else column == F.lit(qid)
-
-
-def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, message: str,
-                     row_locator=None) -> str:
-    """``message`` (a block's error) with the qid replaced by the file and row, when found:
-    from the scan's file rows (Parquet), else by ``row_locator(qid, dtype)`` (a source that
-    reads its files in-process, :meth:`sparkrank.io.sources.Source.locate_row`)."""
-    qid = qid_of_row_error(message) if qid_col else NO_QID
-    if qid is NO_QID:
-        return message
-    located = _locate_by_file_rows(df, label_col, qid_col, spec, dtype_name, message, qid)
-    if located == message and row_locator is not None:
-        located = row_locator(qid, np.dtype(dtype_name).type) or message
+def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: str, row_locator=None) -> str | None:
+    """The local engine's message for the bad rows of ``df`` (after ``--where``), or ``None``
+    when it cannot be told: the first file (in the local reader's order) that has a bad row,
+    checked as a whole as the local reader checks it, so the same row is named, with the same
+    counts (``(in 3 rows)``), however the rows were shuffled into blocks.  Found from the
+    scan's file rows (Parquet), else by ``row_locator(dtype)`` (a source that reads its files
+    in-process, :meth:`sparkrank.io.sources.Source.locate_row`)."""
+    located = _first_bad_file(df, label_col, qid_col, spec, dtype_name)
+    if located is None and row_locator is not None:
+        try:
+            located = row_locator(np.dtype(dtype_name).type)
+        except Exception:  # noqa: BLE001 - the blocks' error stays the one reported
+            located = None
     return located
 
 
-def _locate_by_file_rows(df, label_col: str, qid_col: str, spec, dtype_name: str, message: str, qid) -> str:
-    """The module docstring's lookup by ``_metadata.row_index``; ``message`` when it cannot."""
-    from pyspark.sql import functions as F
+def _file_check_task(label_col: str, qid_col: str | None, spec, dtype_name: str, max_features: int):
+    """``applyInArrow`` function: one file's rows -> that file's first bad row as the local
+    reader names it (``[file, message]``), or no row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    cols = [label_col, qid_col, *spec.columns]
-    selected = select_with_file_rows(df.where(group_is(F.col(qid_col), qid)), cols)
-    if selected is None:  # no file metadata (not a Parquet scan, or an older Spark): keep the qid
-        return message
-    try:
-        rows = selected.toArrow()
-    except Exception:  # noqa: BLE001 - the first error stays the one reported
-        return message
-    if rows.num_rows == 0:
-        return message
-    files, numbers = rows.column(FILE_COLUMN).to_pylist(), rows.column(FILE_ROW_COLUMN).to_pylist()
-    rows = rows.take(sorted(range(rows.num_rows), key=lambda i: (files[i], numbers[i])))
-    try:
-        blocks.decode_rows(rows.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type,
-                           max_features_limit())
-    except RowError as exc:
+    cols = [label_col, *([qid_col] if qid_col else []), *spec.columns]
+    schema = pa.schema([(FILE_COLUMN, pa.string()), ("message", pa.string())])
+
+    def check(table):
         from ..io.uri import display_name
 
-        return f"{display_name(rows.column(FILE_COLUMN)[exc.row].as_py())}: " \
-               f"row {rows.column(FILE_ROW_COLUMN)[exc.row].as_py()}: " \
-               f"{exc.detail}"
-    except DataError:
-        return message
-    return message
+        if table.num_rows == 0:
+            return schema.empty_table()
+        table = table.take(pc.sort_indices(table, [(FILE_ROW_COLUMN, "ascending")]))
+        try:
+            blocks.decode_rows(table.select(cols), label_col, qid_col, spec, np.dtype(dtype_name).type, max_features)
+        except RowError as exc:
+            file = table.column(FILE_COLUMN)[0].as_py()
+            message = f"{display_name(file)}: row {table.column(FILE_ROW_COLUMN)[exc.row].as_py()}: {exc.detail}"
+            return pa.table([[file], [message]], schema=schema)
+        except DataError:
+            pass  # not about a row: the blocks' error stays the one reported
+        return schema.empty_table()
+
+    return check
+
+
+def _first_bad_file(df, label_col: str, qid_col: str | None, spec, dtype_name: str) -> str | None:
+    """The module docstring's lookup, every file's rows checked in one task (one Spark job on
+    the error path, which shuffles the rows by file); ``None`` when the scan has no file rows
+    or the job fails."""
+    cols = [label_col, *([qid_col] if qid_col else []), *spec.columns]
+    selected = select_with_file_rows(df, cols)
+    if selected is None:  # no file metadata (not a Parquet scan, or an older Spark)
+        return None
+    task = _file_check_task(label_col, qid_col, spec, dtype_name, max_features_limit())
+    try:
+        found = selected.groupBy(FILE_COLUMN).applyInArrow(task, f"`{FILE_COLUMN}` string, message string").toArrow()
+    except Exception:  # noqa: BLE001 - the blocks' error stays the one reported
+        return None
+    if found.num_rows == 0:
+        return None
+    files, messages = found.column(FILE_COLUMN).to_pylist(), found.column("message").to_pylist()
+    return messages[min(range(len(files)), key=files.__getitem__)]

@@ -154,7 +154,7 @@ def build_task(owner: blocks.Owner, store_id: str, row_groups: list[RowGroup], r
         blocks._sweep_once(owner)
         ref = {"partition": index, "path": "", "host": socket.gethostname(), "n_rows": 0, "n_groups": 0,
                "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nbytes": 0, "error": None,
-               "group_ids": None}
+               "group_ids": None, "row_error": False}
         files = _Files()
         pieces = []
         try:
@@ -171,6 +171,7 @@ def build_task(owner: blocks.Owner, store_id: str, row_groups: list[RowGroup], r
         except RowError as exc:
             group, row = _row_in_file(pieces, exc.row)
             ref["error"] = f"{group.path}: row {row}: {exc.detail}"
+            ref["row_error"] = True  # the driver names the local reader's row (spark/locate.py)
         except DataError as exc:
             ref["error"] = str(exc)
         except OSError as exc:  # the file is not readable on this host: the driver falls back
