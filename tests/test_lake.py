@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkrank.cli import main
+from sparkrank.data.block import DataError
 from sparkrank.data.io import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.io.uri import sample_path
@@ -206,6 +207,39 @@ def test_multi_column_group_in_pyspark_ml(spark, tmp_path):
     a = RankingEvaluator(groupCol="user,session", metricName="ndcg@5").evaluate(by_two.transform(df))
     b = RankingEvaluator(metricName="ndcg@5").evaluate(by_one.transform(one))
     assert a == pytest.approx(b, abs=1e-12)
+
+
+def test_csv_text_columns_of_numbers_are_checked_in_one_aggregation(spark, tmp_path):
+    """CSV columns that Spark's schema inference leaves strings (``inf``, ``nan`` in pandas'
+    spelling) but the in-process reader takes for numbers: one aggregation checks all of them
+    (it was two jobs per column: 272 for a LETOR file written by pandas), and they are read as
+    doubles, the label too; a column of real text is still named."""
+    from sparkrank.io.sources import ColumnSpec, open_source, prepare_frame
+
+    names = ["f1", "f2", "f3", "f4"]
+    lines = ["label,qid," + ",".join(names)] + \
+        [f"{'inf' if i == 0 else i % 3},{1 + i // 4}," + ",".join("inf" if i == j + 1 else str(0.5 * i + j)
+                                                               for j in range(len(names))) for i in range(12)]
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join(lines) + "\n")
+    read = spark.read.csv(str(path), header=True, inferSchema=True)  # as the CSV source reads it
+    assert all(f.dataType.simpleString() == "string" for f in read.schema.fields if f.name != "qid")
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("text-columns", "prepare_frame")
+    try:
+        df = prepare_frame(read, ColumnSpec(feature_cols=tuple(names)), None, text_types=True)
+        jobs = tracker.getJobIdsForGroup("text-columns")
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert len(jobs) <= 2  # one aggregation (adaptive execution runs its shuffle stage as a job); was 2 per column
+    rows = df.orderBy("qid").toPandas()
+    assert rows["label"].iloc[0] == float("inf") and rows["label"].iloc[1] == 1.0
+    assert rows["__sparkrank_features"].iloc[1][0] == float("inf")
+    assert rows["__sparkrank_features"].iloc[2][0] == 1.0
+
+    path.write_text("label,qid,f1,f2\n1,1,inf,a\n0,1,0.5,b\n")
+    with pytest.raises(DataError, match=r"feature column 'f2' is not numeric \(string\)"):
+        open_source(str(path), columns=ColumnSpec(feature_cols=("f1", "f2"))).dataframe(spark)
 
 
 def test_csv_with_named_columns_on_both_engines(spark, tmp_path, capsys):

@@ -296,18 +296,27 @@ def _features_name(columns: ColumnSpec) -> str:
 FEATURES_FROM_COLUMNS = "__sparkrank_features"
 
 
-def _text_number(df, name: str, not_numeric: str):
-    """The Spark column of CSV field ``name`` (a string column: Spark's schema inference did not
-    take it for numbers) as the in-process reader reads it: doubles when every value is a number
-    to pyarrow (:data:`TEXT_NUMBER`; ``nan`` and ``inf`` in any spelling, or no value at all, so
-    that a bad value is then found and named by its row as in-process), else a DataError of the
-    in-process reader's message ``not_numeric``.  One Spark job, on this rare path only."""
+def _text_columns_not_numeric(df, names: list[str]) -> set[str]:
+    """Which of ``df``'s string columns ``names`` (CSV fields Spark's schema inference did not
+    take for numbers) hold a value that is not a number to the in-process reader
+    (:data:`TEXT_NUMBER`: ``nan`` and ``inf`` in any spelling, blanks around them; no value at
+    all is a null, not text).  One aggregation over all of them, on this rare path only."""
     from pyspark.sql import functions as F
 
-    field = F.col(f"`{name}`")
-    if df.filter(field.isNotNull() & ~field.rlike(TEXT_NUMBER)).limit(1).count():
-        raise DataError(not_numeric)
-    trimmed = F.trim(field)
+    if not names:
+        return set()
+    flags = df.select([F.max(F.when(F.col(f"`{name}`").isNotNull() & ~F.col(f"`{name}`").rlike(TEXT_NUMBER), 1)
+                             .otherwise(0)).alias(f"c{k}") for k, name in enumerate(names)]).first()
+    return {name for k, name in enumerate(names) if flags[f"c{k}"]}
+
+
+def _text_number(name: str):
+    """The Spark column of CSV string field ``name`` as the in-process reader reads it, when
+    every value is a number to it (:func:`_text_columns_not_numeric` says which are not):
+    doubles, so that a bad value (``nan``) is then found and named by its row as in-process."""
+    from pyspark.sql import functions as F
+
+    trimmed = F.trim(F.col(f"`{name}`"))
     # Spark's cast takes every such number but a signed nan
     return F.when(F.lower(trimmed).rlike("^[+-]nan$"), F.lit(float("nan"))).otherwise(
         F.expr(f"try_cast(trim(`{name}`) AS DOUBLE)"))
@@ -321,23 +330,29 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     may still hold numbers to the in-process reader (:func:`_text_number`)."""
     from pyspark.sql import functions as F
 
+    from pyspark.sql.types import BooleanType, NumericType, StringType
+
     if where_filter:
         df = _spark_filter(df, where_filter, where)
     names = df.columns
     check = _svmlight_column_spec(columns, names, where) if svmlight else columns
     check.check(names, where)
+    types = {f.name: f.dataType for f in df.schema.fields}
+    text = []  # CSV string columns that may still be numbers to the in-process reader
+    if text_types:
+        wanted = ([columns.label] if columns.labels else []) + list(columns.feature_cols)
+        text = _text_columns_not_numeric(df, [n for n in dict.fromkeys(wanted) if isinstance(types[n], StringType)])
     if columns.labels and not svmlight:
-        df = _numeric_labels(df, columns.label, where, text_types)
+        df = _numeric_labels(df, columns.label, where, text_types and columns.label not in text)
     if columns.feature_cols:
-        from pyspark.sql.types import BooleanType, NumericType, StringType
-
         from ..data.arrow import FEATURE_NAMES_KEY  # here: the in-process path never needs pyarrow's import
 
-        types = {f.name: f.dataType for f in df.schema.fields}
         values = []
         for name in columns.feature_cols:  # as data/table.py says it in-process, before any cast fails a job
             if text_types and isinstance(types[name], StringType):
-                values.append(_text_number(df, name, f"{where}feature column {name!r} is not numeric (string)"))
+                if name in text:
+                    raise DataError(f"{where}feature column {name!r} is not numeric (string)")
+                values.append(_text_number(name))
             elif isinstance(types[name], (NumericType, BooleanType)):
                 values.append(F.col(f"`{name}`").cast("double"))
             else:
@@ -352,11 +367,13 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     return df
 
 
-def _numeric_labels(df, name: str, where: str, text_types: bool):
+def _numeric_labels(df, name: str, where: str, text_numbers: bool):
     """``df`` with a label column of numbers, or the in-process reader's error
     (:func:`~sparkrank.data.arrow.label_array`, the type named as Arrow names it) before any job:
-    on the executors every block said it, without the file.  A CSV label column of ``nan`` or
-    ``inf`` tokens is numbers as in-process (:func:`_text_number`), so the bad row is named."""
+    on the executors every block said it, without the file.  ``text_numbers``: a CSV label
+    column of strings holds numbers to the in-process reader (``nan`` or ``inf`` tokens,
+    :func:`_text_columns_not_numeric`), which are numbers here too (:func:`_text_number`), so the
+    bad row is named."""
     from pyspark.sql.types import NumericType, StringType
 
     spark_type = df.schema[name].dataType
@@ -369,8 +386,8 @@ def _numeric_labels(df, name: str, where: str, text_types: bool):
     except Exception:  # noqa: BLE001 - a type Arrow cannot hold: Spark's own name
         arrow_name = spark_type.simpleString()
     message = f"{where}column {name!r} has type {arrow_name}: labels must be numbers"
-    if text_types and isinstance(spark_type, StringType):
-        return df.withColumn(name, _text_number(df, name, message))
+    if text_numbers and isinstance(spark_type, StringType):
+        return df.withColumn(name, _text_number(name))
     raise DataError(message)
 
 
