@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkrank.cli import main
+from test_lake import _lake_ok
 
 ENGINES = ("local", "spark")
 N_LINES = 30000
@@ -232,13 +233,15 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
-@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups"])
+@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups", "lake-uri"])
 def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, kind):
     """Bad rows in several files, groups and blocks: Spark named the first block's bad row (here
     the group that sorts first, last in the files) with that block's count, plus '(and 2 more
     partitions with errors)'.  Both engines now name the first file with a bad row, checked as
     a whole: its first failing check (labels before features), its first such row, and how many
-    rows of that file fail it."""
+    rows of that file fail it.  Local files are read again in-process; files only Hadoop reads
+    (``lake-uri``: the local engine cannot read them) are checked by a Spark job over the
+    scan's file rows, with the same message."""
     import pyarrow.csv as pcsv
 
     n = 240
@@ -264,10 +267,15 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
             else:  # direct-row-groups: blocks read straight from the row groups, in file order
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet", row_group_size=40)
         path, first = tmp_path / "in", tmp_path / "in" / f"part-0.{'csv' if kind == 'csv' else 'parquet'}"
-        if kind == "parquet":  # one row group per file: too few for the blocks, rows are shuffled
+        if kind in ("parquet", "lake-uri"):  # one row group per file: too few for the blocks, rows are shuffled
             for k, part in enumerate(files):
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet")
     messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
+    if kind == "lake-uri":
+        _lake_ok(spark)
+        rc, err = _train(f"lake://{path}", "spark", tmp_path, capsys, *extra)
+        assert rc == 2, err
+        assert _error_line(err) == f"lake:{messages['local']}"  # display_name: Hadoop's spelling, lake:/tmp/...
     assert messages["local"] == messages["spark"], messages
     assert messages["local"].startswith(f"{first}: row 50: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
 

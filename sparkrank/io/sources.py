@@ -187,19 +187,18 @@ class Source:
         """The local engine's message for this source's bad rows: ``"{file}: row {n}: {detail}"``
         for the first file (in the local reader's order) with a bad row, read in-process and
         checked as a whole, rows counted in their own file before ``--where``, as the local
-        engine counts them; ``None`` when it cannot tell.  For the Spark engine's error path on
-        CSV/TSV, whose scans have no row index (Parquet's is ``_metadata.row_index``,
-        :mod:`sparkrank.spark.locate`) and SVMlight; local files only."""
+        engine counts them; ``None`` when it cannot tell.  For the Spark engine's error path
+        (:mod:`sparkrank.spark.locate`), in the local reader's order of the files (as given, then
+        as found in a directory); local files only (others are found by a Spark job)."""
         from .where import to_arrow_filter
 
         if self.format == "svmlight":
             return self._svmlight_error(dtype)
-        if self.format not in DELIMITED:
-            return None
+        fmt = get_format(self.format)
         paths = [U.local_path(entry.path) for entry in self.files]
-        if not paths or None in paths:
+        if not fmt.local or not paths or None in paths:
             return None
-        dataset = get_format(self.format).local_dataset(paths)
+        dataset = fmt.local_dataset(paths)
         try:
             flt = to_arrow_filter(self.where, dataset.schema, "") if self.where else None
         except DataError:

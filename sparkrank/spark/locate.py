@@ -3,14 +3,14 @@
 Blocks are built from shuffled rows, so a block can only name a bad row by what it holds
 (``a row of qid 17: ...``), and each block checks only its own rows: with bad rows in several
 blocks, the first block's is not the one the local reader names, nor are its counts.  On that
-error path (never otherwise) the driver runs one more job over the source: its rows with
-Spark's ``_metadata.file_path`` and ``_metadata.row_index`` (Parquet), grouped by file, each
-file put in row order and checked as a whole (:func:`~sparkrank.spark.blocks.decode_rows`, the
-local reader's checks in its order), as the local reader checks each file when it looks for
-a bad row (:func:`sparkrank.io.sources._row_in_its_file`).  The first file by path with a bad
-row gives ``file: row N: ...``, the text the local reader prints for the same input.  Sources
-without file metadata are read in-process when their files are local (CSV), else keep the
-blocks' wording.
+error path (never otherwise) the driver looks again, as the local reader does when it looks
+for a bad row (:func:`sparkrank.io.sources._row_in_its_file`): file after file, each checked as
+a whole, the first file with a bad row gives ``file: row N: ...``, the text the local reader
+prints for the same input.  Local files are read in-process, in the local reader's order;
+others by one more Spark job: the rows with Spark's ``_metadata.file_path`` and
+``_metadata.row_index`` (Parquet), grouped by file, each file put in row order and checked
+(:func:`~sparkrank.spark.blocks.decode_rows`, the local reader's checks in its order), files
+by path.  Sources with neither keep the blocks' wording.
 """
 
 from __future__ import annotations
@@ -62,16 +62,17 @@ def locate_row_error(df, label_col: str, qid_col: str | None, spec, dtype_name: 
     """The local engine's message for the bad rows of ``df`` (after ``--where``), or ``None``
     when it cannot be told: the first file (in the local reader's order) that has a bad row,
     checked as a whole as the local reader checks it, so the same row is named, with the same
-    counts (``(in 3 rows)``), however the rows were shuffled into blocks.  Found from the
-    scan's file rows (Parquet), else by ``row_locator(dtype)`` (a source that reads its files
-    in-process, :meth:`sparkrank.io.sources.Source.locate_row`)."""
-    located = _first_bad_file(df, label_col, qid_col, spec, dtype_name)
-    if located is None and row_locator is not None:
+    counts (``(in 3 rows)``), however the rows were shuffled into blocks.  Found by
+    ``row_locator(dtype)`` when the source's files are local (it reads them in-process, in the
+    local reader's order: :meth:`sparkrank.io.sources.Source.locate_row`), else from the
+    scan's file rows (Parquet on any file system; files by path)."""
+    located = None
+    if row_locator is not None:
         try:
             located = row_locator(np.dtype(dtype_name).type)
-        except Exception:  # noqa: BLE001 - the blocks' error stays the one reported
+        except Exception:  # noqa: BLE001 - the Spark job below, or the blocks' error
             located = None
-    return located
+    return located if located is not None else _first_bad_file(df, label_col, qid_col, spec, dtype_name)
 
 
 def _file_check_task(label_col: str, qid_col: str | None, spec, dtype_name: str, max_features: int):
