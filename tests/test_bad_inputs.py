@@ -280,6 +280,27 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
     assert messages["local"].startswith(f"{first}: row 50: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
 
 
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_drop_invalid_rows_skips_dropped_rows_when_naming_a_bad_row(spark, tmp_path, capsys, kind):
+    """--drop-invalid-rows: a row with a nan label is dropped, so the error is the bad feature
+    of a later row, on both engines (the error path that names the row must drop it too)."""
+    n = 120
+    labels, f1 = (np.arange(n) % 3).astype(float), np.linspace(0.0, 1.0, n)
+    labels[5] = np.nan
+    f1[50] = np.nan
+    table = pa.table({"label": labels, "qid": np.repeat(np.arange(6)[::-1], 20), "f1": f1})
+    path = tmp_path / f"rows.{kind}"
+    if kind == "parquet":
+        pq.write_table(table, path)
+    else:
+        import pyarrow.csv as pcsv
+
+        pcsv.write_csv(table, path)
+    messages = _errors_on_both_engines(path, tmp_path, capsys, "--drop-invalid-rows", "--partitions", "3",
+                                       "--feature-cols", "f1")
+    assert messages["local"] == messages["spark"] == f"{path}: row 50: feature column 'f1' is nan", messages
+
+
 @pytest.mark.parametrize("kind", ["truncated", "csv-as-parquet"])
 def test_a_file_that_is_not_parquet_is_named_on_both_engines(spark, tmp_path, capsys, kind):
     """A damaged Parquet file, or a CSV given --format parquet: one line naming the file on both

@@ -42,17 +42,25 @@ def ranking_data_from_table(
     if group is not None:
         table = table.append_column("__sparkrank_group", group)
     group_col = None if group is None else "__sparkrank_group"
+    kept = None
     if drop_invalid_rows:
-        table = _drop_invalid_rows(table, label_col, group_col, where)
-    labels = np.zeros(table.num_rows) if label_col is None else label_array(table.column(label_col), label_col,
-                                                                            where, DROP_HINT)
-    qid = None if group_col is None else group_id_array(table.column(group_col), columns.group_name, where, DROP_HINT)
-    # dense columns stay dense rows (half the memory of CSR; the kernels agree bit for bit)
-    if columns.feature_cols:
-        X = _named_columns_to_dense(table, columns.feature_cols, dtype, where)
-    else:
-        spec = FeatureSpec.detect(table.column_names, columns.features)
-        X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where, layout="auto")
+        table, kept = _drop_invalid_rows(table, label_col, group_col, where)
+    try:
+        labels = np.zeros(table.num_rows) if label_col is None else label_array(table.column(label_col), label_col,
+                                                                                where, DROP_HINT)
+        qid = None if group_col is None else group_id_array(table.column(group_col), columns.group_name, where,
+                                                            DROP_HINT)
+        # dense columns stay dense rows (half the memory of CSR; the kernels agree bit for bit)
+        if columns.feature_cols:
+            X = _named_columns_to_dense(table, columns.feature_cols, dtype, where)
+        else:
+            spec = FeatureSpec.detect(table.column_names, columns.features)
+            X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where, layout="auto")
+    except RowError as exc:
+        if kept is None:
+            raise
+        # the row of the table as given, not of the rows kept (the caller names it in its file)
+        raise RowError(where, int(kept[exc.row]), exc.detail) from None
     return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
 
 
@@ -94,7 +102,8 @@ def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
 
 
 def _drop_invalid_rows(table, label_col: str | None, qid_col: str | None, where: str):
-    """``table`` without :data:`INVALID_ROWS`; logs how many were dropped."""
+    """``(table without INVALID_ROWS, positions of the rows kept or None when none was
+    dropped)``; logs how many were dropped."""
     bad = np.zeros(table.num_rows, dtype=bool)
     if label_col is not None:
         label = table.column(label_col)
@@ -104,7 +113,7 @@ def _drop_invalid_rows(table, label_col: str | None, qid_col: str | None, where:
     if qid_col is not None:
         bad |= table.column(qid_col).is_null().to_numpy(zero_copy_only=False)
     n_bad = int(bad.sum())
-    if n_bad:
-        log.warning("%sdropped %d of %d %s", where, n_bad, table.num_rows, INVALID_ROWS)
-        table = table.filter(pa.array(~bad))
-    return table
+    if not n_bad:
+        return table, None
+    log.warning("%sdropped %d of %d %s", where, n_bad, table.num_rows, INVALID_ROWS)
+    return table.filter(pa.array(~bad)), np.flatnonzero(~bad)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -163,8 +164,8 @@ class SparkEngine(Engine):
         the rows of each query are contiguous in the files and there are at least as many
         row groups as partitions; otherwise rows are shuffled.
     row_locator : callable, optional
-        ``row_locator(dtype) -> "file: row n: detail" | None``: the local engine's message for
-        the bad rows of a source whose scan has no row index (CSV), by reading its files
+        ``row_locator(dtype, drop_invalid_rows=...) -> "file: row n: detail" | None``: the local
+        engine's message for the bad rows of a source whose files are local, by reading them
         in-process (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
     """
 
@@ -220,7 +221,8 @@ class SparkEngine(Engine):
             df = self._drop_invalid_rows(df)
             parquet_files = None  # the filter runs in Spark
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
-        self._row_locator = row_locator
+        self._row_locator = None if row_locator is None else \
+            functools.partial(row_locator, drop_invalid_rows=drop_invalid_rows)
         self._df = self._arrange(df)
         self._parquet_files = list(parquet_files or []) if placement == "executor" else []
         self._open()

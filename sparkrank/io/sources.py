@@ -26,6 +26,7 @@ Column rules (the same on both engines and in pyspark.ml)
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -183,7 +184,7 @@ class Source:
         except RowError as exc:
             raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
-    def locate_row(self, dtype: type = np.float64) -> str | None:
+    def locate_row(self, dtype: type = np.float64, drop_invalid_rows: bool = False) -> str | None:
         """The local engine's message for this source's bad rows: ``"{file}: row {n}: {detail}"``
         for the first file (in the local reader's order) with a bad row, read in-process and
         checked as a whole, rows counted in their own file before ``--where``, as the local
@@ -203,7 +204,7 @@ class Source:
             flt = to_arrow_filter(self.where, dataset.schema, "") if self.where else None
         except DataError:
             return None  # a filter only Spark understands: which rows it kept is unknown here
-        read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=False)
+        read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=drop_invalid_rows)
         try:
             return _row_in_its_file(dataset, flt, self.columns, read)
         except Exception:  # noqa: BLE001 - the error being located stays the one reported
@@ -264,13 +265,33 @@ def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | Non
     counted in its own file before ``--where`` (as Spark's ``_metadata.row_index``, so both
     engines name the same file and row; see :mod:`sparkrank.spark.locate`).  Runs only on
     the error path: each file is read again, in the order the dataset concatenated them."""
+    import pyarrow.dataset as ds
+
+    children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
+    # the rows --drop-invalid-rows drops were counted in the log already: not again per file
+    with _log_held_back():
+        return _first_bad_row(children, flt, columns, read)
+
+
+@contextmanager
+def _log_held_back():
+    """sparkrank's log off for the block (a second reading's messages said already)."""
+    logger = logging.getLogger("sparkrank")
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
+
+
+def _first_bad_row(children, flt, columns: ColumnSpec, read: dict) -> str | None:
+    """:func:`_row_in_its_file` over the datasets ``children`` (their files in order)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     from ..data.arrow import RowError
     from ..data.table import ranking_data_from_table
 
-    children = dataset.children if isinstance(dataset, ds.UnionDataset) else [dataset]
     for child in children:
         for fragment in child.get_fragments(filter=flt):
             table = fragment.to_table(schema=child.schema)
