@@ -233,15 +233,20 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
-@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups", "lake-uri"])
-def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, kind):
+@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups", "lake-uri", "large-files"])
+def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, monkeypatch, kind):
     """Bad rows in several files, groups and blocks: Spark named the first block's bad row (here
     the group that sorts first, last in the files) with that block's count, plus '(and 2 more
     partitions with errors)'.  Both engines now name the first file with a bad row, checked as
     a whole: its first failing check (labels before features), its first such row, and how many
     rows of that file fail it.  Local files are read again in-process; files only Hadoop reads
-    (``lake-uri``: the local engine cannot read them) are checked by a Spark job over the
-    scan's file rows, with the same message."""
+    (``lake-uri``: the local engine cannot read them) and files too large for the driver to
+    read (``large-files``) are checked by a Spark job over the scan's file rows, with the same
+    message."""
+    from sparkrank.io.sources import Source
+
+    if kind == "large-files":
+        monkeypatch.setattr(Source, "LOCATE_IN_PROCESS_BYTES", 100)
     import pyarrow.csv as pcsv
 
     n = 240
@@ -267,7 +272,7 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
             else:  # direct-row-groups: blocks read straight from the row groups, in file order
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet", row_group_size=40)
         path, first = tmp_path / "in", tmp_path / "in" / f"part-0.{'csv' if kind == 'csv' else 'parquet'}"
-        if kind in ("parquet", "lake-uri"):  # one row group per file: too few for the blocks, rows are shuffled
+        if kind in ("parquet", "lake-uri", "large-files"):  # one row group per file: too few for the blocks
             for k, part in enumerate(files):
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet")
     messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)

@@ -184,15 +184,24 @@ class Source:
         except RowError as exc:
             raise DataError(_row_in_its_file(dataset, flt, self.columns, read) or str(exc)) from None
 
+    #: The largest file (all files, for SVMlight, whose reader takes them together) that the Spark
+    #: engine's error path reads again in this process to name a bad row as the local engine
+    #: does; beyond it the driver's memory is at risk, and a Spark job looks instead (Parquet) or
+    #: the blocks' own wording stays (:mod:`sparkrank.spark.locate`).
+    LOCATE_IN_PROCESS_BYTES = 1 << 30
+
     def locate_row(self, dtype: type = np.float64, drop_invalid_rows: bool = False) -> str | None:
         """The local engine's message for this source's bad rows: ``"{file}: row {n}: {detail}"``
         for the first file (in the local reader's order) with a bad row, read in-process and
         checked as a whole, rows counted in their own file before ``--where``, as the local
         engine counts them; ``None`` when it cannot tell.  For the Spark engine's error path
         (:mod:`sparkrank.spark.locate`), in the local reader's order of the files (as given, then
-        as found in a directory); local files only (others are found by a Spark job)."""
+        as found in a directory); local files of up to :attr:`LOCATE_IN_PROCESS_BYTES` only."""
         from .where import to_arrow_filter
 
+        sizes = [entry.size for entry in self.files] or [0]
+        if (sum(sizes) if self.format == "svmlight" else max(sizes)) > self.LOCATE_IN_PROCESS_BYTES:
+            return None
         if self.format == "svmlight":
             return self._svmlight_error(dtype)
         fmt = get_format(self.format)
