@@ -233,20 +233,15 @@ def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsy
     assert messages["local"] == messages["spark"] == f"{path}: {detail}"
 
 
-@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups", "lake-uri", "large-files"])
-def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, monkeypatch, kind):
+@pytest.mark.parametrize("kind", ["parquet", "hive-where", "csv", "direct-row-groups", "lake-uri"])
+def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark, tmp_path, capsys, kind):
     """Bad rows in several files, groups and blocks: Spark named the first block's bad row (here
     the group that sorts first, last in the files) with that block's count, plus '(and 2 more
     partitions with errors)'.  Both engines now name the first file with a bad row, checked as
     a whole: its first failing check (labels before features), its first such row, and how many
     rows of that file fail it.  Local files are read again in-process; files only Hadoop reads
-    (``lake-uri``: the local engine cannot read them) and files too large for the driver to
-    read (``large-files``) are checked by a Spark job over the scan's file rows, with the same
-    message."""
-    from sparkrank.io.sources import Source
-
-    if kind == "large-files":
-        monkeypatch.setattr(Source, "LOCATE_IN_PROCESS_BYTES", 100)
+    (``lake-uri``: the local engine cannot read them; also files too large to read again in the
+    driver) are checked by a Spark job over the scan's file rows, with the same message."""
     import pyarrow.csv as pcsv
 
     n = 240
@@ -272,7 +267,7 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
             else:  # direct-row-groups: blocks read straight from the row groups, in file order
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet", row_group_size=40)
         path, first = tmp_path / "in", tmp_path / "in" / f"part-0.{'csv' if kind == 'csv' else 'parquet'}"
-        if kind in ("parquet", "lake-uri", "large-files"):  # one row group per file: too few for the blocks
+        if kind in ("parquet", "lake-uri"):  # one row group per file: too few for the blocks, rows are shuffled
             for k, part in enumerate(files):
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet")
     messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
@@ -285,25 +280,30 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
     assert messages["local"].startswith(f"{first}: row 50: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
 
 
-@pytest.mark.parametrize("kind", ["parquet", "csv"])
-def test_drop_invalid_rows_skips_dropped_rows_when_naming_a_bad_row(spark, tmp_path, capsys, kind):
+def test_drop_invalid_rows_skips_dropped_rows_when_naming_a_bad_row(spark, tmp_path, capsys, monkeypatch):
     """--drop-invalid-rows: a row with a nan label is dropped, so the error is the bad feature
-    of a later row, on both engines (the error path that names the row must drop it too)."""
+    of a later row, on both engines (the error path that names the row must drop it too; the
+    local engine named it by its position among the rows kept, row 49).  Spark's error path
+    reads a file again in-process only up to ``Source.LOCATE_IN_PROCESS_BYTES``: beyond, it
+    leaves the lookup to a Spark job (the message is the same)."""
+    from sparkrank.io.sources import ColumnSpec, Source, open_source
+
     n = 120
     labels, f1 = (np.arange(n) % 3).astype(float), np.linspace(0.0, 1.0, n)
     labels[5] = np.nan
     f1[50] = np.nan
     table = pa.table({"label": labels, "qid": np.repeat(np.arange(6)[::-1], 20), "f1": f1})
-    path = tmp_path / f"rows.{kind}"
-    if kind == "parquet":
-        pq.write_table(table, path)
-    else:
-        import pyarrow.csv as pcsv
-
-        pcsv.write_csv(table, path)
-    messages = _errors_on_both_engines(path, tmp_path, capsys, "--drop-invalid-rows", "--partitions", "3",
-                                       "--feature-cols", "f1")
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path)
+    extra = ("--drop-invalid-rows", "--partitions", "3", "--feature-cols", "f1")
+    messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
     assert messages["local"] == messages["spark"] == f"{path}: row 50: feature column 'f1' is nan", messages
+    source = open_source(str(path), columns=ColumnSpec(feature_cols=("f1",)))
+    assert source.locate_row(drop_invalid_rows=True) == messages["local"]
+    monkeypatch.setattr(Source, "LOCATE_IN_PROCESS_BYTES", path.stat().st_size - 1)
+    assert source.locate_row(drop_invalid_rows=True) is None
+    rc, err = _train(path, "spark", tmp_path, capsys, *extra)  # the Spark job's lookup
+    assert rc == 2 and _error_line(err) == messages["local"]
 
 
 @pytest.mark.parametrize("kind", ["truncated", "csv-as-parquet"])
