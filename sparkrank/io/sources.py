@@ -358,7 +358,6 @@ def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: s
     ``text_types``: the column types were inferred from text (CSV), where a string feature column
     may still hold numbers to the in-process reader (:func:`_text_number`)."""
     from pyspark.sql import functions as F
-
     from pyspark.sql.types import BooleanType, NumericType, StringType
 
     if where_filter:
