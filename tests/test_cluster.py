@@ -404,7 +404,10 @@ def lake(cluster, tmp_path_factory):
             job.kill_driver()
     (root / "tune.log").write_text(job.log)
     assert rc == 0, f"the lake's tune job failed after a lost executor ({rc}):\n{job.log[-8000:]}"
-    assert "(recovery 1 of at most" in job.log, "the fold view's fit never noticed the lost executor"
+    # the loss reached the job (its blocks and cached references on that executor went; the
+    # engine's own recovery also shows when the loss took kernel state TRON still needed, i.e.
+    # when it came during a fit's Hessian products rather than between two value passes)
+    assert re.search(r"Lost executor \d+ on", job.log), "the tune job never noticed the lost executor"
     return root, uri, kept
 
 
