@@ -217,13 +217,13 @@ def test_csv_text_columns_of_numbers_are_checked_in_one_aggregation(spark, tmp_p
     from sparkrank.io.sources import ColumnSpec, open_source, prepare_frame
 
     names = ["f1", "f2", "f3", "f4"]
-    lines = ["label,qid," + ",".join(names)] + \
-        [f"{'inf' if i == 0 else i % 3},{1 + i // 4}," + ",".join("inf" if i == j + 1 else str(0.5 * i + j)
-                                                               for j in range(len(names))) for i in range(12)]
+    lines = ["row,label,qid," + ",".join(names)] + \
+        [f"{i},{'inf' if i == 0 else i % 3},{1 + i // 4}," + ",".join("inf" if i == j + 1 else str(0.5 * i + j)
+                                                                    for j in range(len(names))) for i in range(12)]
     path = tmp_path / "rows.csv"
     path.write_text("\n".join(lines) + "\n")
     read = spark.read.csv(str(path), header=True, inferSchema=True)  # as the CSV source reads it
-    assert all(f.dataType.simpleString() == "string" for f in read.schema.fields if f.name != "qid")
+    assert all(f.dataType.simpleString() == "string" for f in read.schema.fields if f.name not in ("row", "qid"))
     tracker = spark.sparkContext.statusTracker()
     spark.sparkContext.setJobGroup("text-columns", "prepare_frame")
     try:
@@ -232,7 +232,7 @@ def test_csv_text_columns_of_numbers_are_checked_in_one_aggregation(spark, tmp_p
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
     assert len(jobs) <= 2  # one aggregation (adaptive execution runs its shuffle stage as a job); was 2 per column
-    rows = df.orderBy("qid").toPandas()
+    rows = df.orderBy("row").toPandas()
     assert rows["label"].iloc[0] == float("inf") and rows["label"].iloc[1] == 1.0
     assert rows["__sparkrank_features"].iloc[1][0] == float("inf")
     assert rows["__sparkrank_features"].iloc[2][0] == 1.0
