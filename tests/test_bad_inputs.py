@@ -468,6 +468,19 @@ def test_a_file_has_one_name_in_messages_however_it_is_given(spark, tmp_path, ca
         assert rc == 2 and _error_line(err) == f"input {bad.as_uri()} does not exist", (engine, err)
 
 
+def test_an_input_has_one_name_in_column_errors_however_it_is_given(spark, tmp_path, capsys, monkeypatch):
+    """Errors about the whole input (a column's type) named it as given: ``rows.csv`` from a
+    relative path, while its row errors said ``/abs/rows.csv``; now a local path is absolute and
+    a ``file:`` URI its path, as :func:`~sparkrank.io.uri.display_name` names files."""
+    path = tmp_path / "rows.csv"
+    path.write_text("label,qid,doc,f1\n1,1,a,0.5\n0,1,b,0.2\n")
+    monkeypatch.chdir(tmp_path)
+    for spelling in ("rows.csv", f"file://{path}", str(path)):
+        messages = _errors_on_both_engines(spelling, tmp_path, capsys, "--feature-cols", "doc", "f1")
+        assert messages["local"] == messages["spark"] == f"{path}: feature column 'doc' is not numeric (string)", \
+            (spelling, messages)
+
+
 def test_inputs_without_rows_are_an_error_on_both_engines(spark, tmp_path, capsys):
     """An empty file, or a --where that keeps no row: no model, no metrics of NaN."""
     empty = _text(tmp_path / "empty.txt", ["# comments only"])

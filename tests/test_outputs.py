@@ -414,3 +414,22 @@ def test_file_uris_without_a_session_use_the_local_disk(tmp_path):
     assert fs.glob(f"file://{tmp_path}/d/*.json") == [uri]
     with pytest.raises(OSError, match="with a host"):
         fs.exists("file://otherhost/x")
+
+
+def test_relative_paths_are_this_process_s_on_spark_after_a_change_of_directory(spark, tmp_path, monkeypatch):
+    """The JVM resolves a relative path against the directory it started in; after this process
+    changed directory (a notebook's ``os.chdir``, a test's ``chdir``) Spark read and wrote
+    elsewhere: ``[PATH_NOT_FOUND]`` for an input this process had just found.  Relative paths
+    now reach Spark absolute (``io.uri.for_spark``), for inputs and for outputs."""
+    from sparkrank.io.outputs import write_dataframe
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("".join(f"{i % 3} qid:{1 + i // 10} 1:{0.1 * i:.1f} 2:{i % 7}\n"
+                                             for i in range(40)))
+    for engine in ("local", "spark"):
+        assert main(["train", "--engine", engine, "--input", "in.txt", "--model", f"m-{engine}.json", "-q"]) == 0
+        assert main(["predict", "--engine", engine, "--model", f"m-{engine}.json", "--input", "in.txt",
+                     "--output", f"scores-{engine}", "-q"]) == 0
+        assert (tmp_path / f"scores-{engine}").exists()
+    write_dataframe(spark.range(3), "written")
+    assert pq.read_table(tmp_path / "written").num_rows == 3

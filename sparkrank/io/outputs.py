@@ -73,7 +73,7 @@ def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequenc
     writer = df.write.mode("overwrite")  # checked above: absent, empty, or replacing was asked for
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    writer.parquet(path)
+    writer.parquet(U.for_spark(path))
 
 
 def safe_cell(value):

@@ -122,15 +122,17 @@ class Source:
 
     @property
     def name(self) -> str:
-        """The URIs, for messages."""
-        return ", ".join(self.uris)
+        """The URIs, for messages, each spelled as messages name a file whichever way it was
+        given (:func:`~sparkrank.io.uri.display_name`: a local path absolute; a glob with a
+        scheme as given, since ``?`` would read as a URI query)."""
+        return ", ".join(u if U.has_scheme(u) and U.has_glob(u) else U.display_name(u) for u in self.uris)
 
     # -- Spark ------------------------------------------------------------------------------
     def dataframe(self, spark):
         """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.engines.spark.SparkEngine`."""
         from ..spark.io import Columns
 
-        df = get_format(self.format).read_spark(spark, list(self.uris))
+        df = get_format(self.format).read_spark(spark, [U.for_spark(u) for u in self.uris])
         return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ",
                              svmlight=self.format == "svmlight", text_types=self.format in ("csv", "tsv")), Columns(
             self.columns.label, self._group_name(df.columns), _features_name(self.columns))

@@ -60,6 +60,13 @@ def local_path(uri: str) -> str | None:
     return None
 
 
+def for_spark(uri: str) -> str:
+    """``uri`` as Spark and Hadoop should get it: a scheme-less path made absolute here, since
+    the JVM resolves a relative one against its own working directory, fixed when it started
+    (a notebook or a test that changed directory since would read or write elsewhere)."""
+    return str(uri) if has_scheme(uri) else os.path.abspath(uri)
+
+
 def canonical(uri: str) -> str:
     """One spelling of a file URI: Hadoop lists ``file:///a%20b``, Spark's ``_metadata``
     says ``file:/a%20b``; both become ``file:/a b``."""
