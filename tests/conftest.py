@@ -111,6 +111,12 @@ def spark():
 LAKE_SCHEME = "lake"
 
 
+def require_lake_scheme(spark) -> None:
+    """Skip the test when the session has no ``lake:`` scheme (no javac to compile it)."""
+    if spark.sparkContext.getConf().get(f"spark.hadoop.fs.{LAKE_SCHEME}.impl", None) is None:
+        pytest.skip("no javac: the lake: test scheme is not registered")
+
+
 def lake_scheme_conf() -> dict:
     """Spark settings that register ``lake:`` (the local disk, through Hadoop only): the
     class is compiled once per test run with the JDK's javac against pyspark's jars.

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import require_lake_scheme
 from sparkrank.cli import main
-from test_lake import _lake_ok
 
 ENGINES = ("local", "spark")
 N_LINES = 30000
@@ -272,7 +272,7 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
                 pq.write_table(part, tmp_path / "in" / f"part-{k}.parquet")
     messages = _errors_on_both_engines(path, tmp_path, capsys, *extra)
     if kind == "lake-uri":
-        _lake_ok(spark)
+        require_lake_scheme(spark)
         rc, err = _train(f"lake://{path}", "spark", tmp_path, capsys, *extra)
         assert rc == 2, err
         assert _error_line(err) == f"lake:{messages['local']}"  # display_name: Hadoop's spelling, lake:/tmp/...

@@ -15,17 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import require_lake_scheme
 from sparkrank.cli import main
 from sparkrank.data.block import DataError
 from sparkrank.data.io import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.io.uri import sample_path
 from sparkrank.model import RankingModel
-
-
-def _lake_ok(spark) -> None:
-    if spark.sparkContext.getConf().get("spark.hadoop.fs.lake.impl", None) is None:
-        pytest.skip("no javac: the lake: test scheme is not registered")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +37,7 @@ def _weights(path) -> np.ndarray:
 
 
 def test_cli_reads_and_writes_hadoop_uris_without_python_open(spark, tmp_path, sample_parquet, monkeypatch):
-    _lake_ok(spark)
+    require_lake_scheme(spark)
     reference = tmp_path / "ref.json"
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(reference), "-q"]) == 0
     lake_dir = tmp_path / "lake"
@@ -90,7 +86,7 @@ def test_cli_train_on_file_uris(spark, tmp_path, sample_parquet, form):
 
 
 def test_tune_and_linear_ranker_read_uris(spark, tmp_path, sample_parquet):
-    _lake_ok(spark)
+    require_lake_scheme(spark)
     from sparkrank.io.sources import open_source
     from sparkrank.ml import LinearRanker
     from sparkrank.selection import load_tune_result
@@ -170,7 +166,7 @@ def test_multi_column_group_id_on_both_engines(spark, tmp_path):
 
 
 def test_several_inputs_and_globs_and_missing_uris(spark, tmp_path, capsys):
-    _lake_ok(spark)
+    require_lake_scheme(spark)
     root, two_days = _lake(tmp_path)
     one_file = tmp_path / "one.json"
     assert main(["train", "--engine", "local", "--input", str(two_days), "--model", str(one_file), "-q"]) == 0
