@@ -8,7 +8,7 @@ positives, like LIBSVM's a9a) and ``dense`` (20 dense features, ~10% positives).
 m it times ``--iters`` passes of accelerated projected gradient (``tol=0``, so every run
 does the same work; backtracking passes count toward the cap and into the seconds per
 iteration) and a full run to a certified relative duality gap of 1e-4 (the solver's rule
-since issue 11; the README's numbers were measured with li2014's relative dual change 1e-4)
+since issue 11; docs/benchmarks.md's numbers were measured with li2014's relative dual change 1e-4)
 capped at ``--max-iter`` passes, and prints
 the growth exponent of both in m (≈1 is linear).
 

@@ -28,7 +28,7 @@ STANDARDIZATIONS: tuple[str, ...] = ("none", "minmax", "standard")
 #: they take no more memory than CSR, CSR (scipy), or dense rows.
 FEATURE_LAYOUTS: tuple[str, ...] = ("auto", "sparse", "dense")
 
-#: Where the Spark engine runs the score-space kernel (DESIGN.md §2).
+#: Where the Spark engine runs the score-space kernel (docs/design.md §2).
 PLACEMENTS: tuple[str, ...] = ("auto", "executor", "driver")
 
 #: NDCG discount conventions and zero-IDCG rules (:mod:`sparkrank.conventions`).

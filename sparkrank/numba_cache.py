@@ -13,7 +13,7 @@ differ, it deletes every numba cache file of the package, then records the new d
 kernel then compiles once more, into a cache that matches the sources.
 
 Where: wherever numba itself keeps them (:func:`cache_directories`, numba's own locator rules):
-``NUMBA_CACHE_DIR`` when it is set (the Docker image, and the README's advice for workers whose
+``NUMBA_CACHE_DIR`` when it is set (the Docker image, and docs/spark.md's advice for workers whose
 package directory is read-only), else each source directory's ``__pycache__`` when it is
 writable, else numba's user-wide cache directory (a read-only install).  The cache directories
 there are per source directory, so they hold this package's caches only.  A package that is

@@ -86,7 +86,7 @@ def _jitted_package(tmp_path):
 
 
 def test_caches_under_numba_cache_dir_are_cleared_too(tmp_path):
-    """With ``NUMBA_CACHE_DIR`` set (the Docker image; the README's advice for read-only installs
+    """With ``NUMBA_CACHE_DIR`` set (the Docker image; docs/spark.md's advice for read-only installs
     on workers) numba keeps the caches there, not in the package: they are the ones cleared.  A
     changed callee under an unchanged caller is the hazard: without the clearing, numba loads the
     caller's cached code with the old callee inside."""

@@ -270,7 +270,7 @@ def table_to_csr(table: pa.Table | pa.RecordBatch, spec: FeatureSpec, n_features
 
 
 def _same_width(widths: np.ndarray, what: str, where: str) -> None:
-    """Dense arrays and ML vectors have one width (the README: mixed widths are an error)."""
+    """Dense arrays and ML vectors have one width (docs/data.md: mixed widths are an error)."""
     if widths.size and np.any(widths != widths[0]):
         row = int(np.flatnonzero(widths != widths[0])[0])
         raise RowError(where, row, f"{what}: {int(widths[row])} here but {int(widths[0])} in the rows before")

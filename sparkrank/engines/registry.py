@@ -2,7 +2,7 @@
 
 Design
 ------
-An engine owns *where* ``X·w``, the score-space kernel and ``Xᵀ·c`` run (DESIGN §2); what it
+An engine owns *where* ``X·w``, the score-space kernel and ``Xᵀ·c`` run (docs/design.md §2); what it
 needs from the outside world is rows.  Rows come from a
 :class:`~sparkrank.io.sources.Source`, which can hand them over in the two shapes engines
 take: a local :class:`~sparkrank.data.block.RankingData` (``Source.ranking_data``) or a Spark

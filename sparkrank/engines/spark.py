@@ -1,6 +1,6 @@
 """SparkEngine: the local engine's interface over distributed, cached blocks.
 
-Two placements of the score-space kernel (DESIGN §2):
+Two placements of the score-space kernel (docs/design.md §2):
 
 * ``executor``: rows are hash-partitioned by query id so no group is ever split; each
   task runs the kernel on its own groups and returns only ``(stats, Xᵀc)``, summed by

@@ -1,5 +1,5 @@
 """Per-query ranking metrics: pairwise accuracy, AUC / C-index, NDCG, positives at the top,
-precision@k (DESIGN.md §3.5).  Pooled values (over all queries) have one path, the metrics
+precision@k (docs/design.md §3.5).  Pooled values (over all queries) have one path, the metrics
 kernel of :mod:`sparkrank.evaluation.kernel`, which sums :func:`group_sums`.
 
 Every convention (preference pairs, tied scores, NDCG gain and discount, queries with a

@@ -1,4 +1,4 @@
-"""What every score-space kernel is and returns (DESIGN.md §2, step 2).
+"""What every score-space kernel is and returns (docs/design.md §2, step 2).
 
 A kernel maps the scores ``p = X v`` of whole query groups (and their labels) to additive
 statistics and per-row coefficients ``c``; an engine (:mod:`sparkrank.engines`) runs it

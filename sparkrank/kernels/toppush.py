@@ -1,4 +1,4 @@
-"""Score-space kernels of TopPush (li2014; DESIGN.md §3.4).
+"""Score-space kernels of TopPush (li2014; docs/design.md §3.4).
 
 Rows are made bipartite by a label threshold (positive when ``y > threshold``).  The
 ranking unit is a query group (``scope="group"``: each group pushes its positives above

@@ -1,6 +1,6 @@
 """TopPush (li2014): push every positive above the highest-scoring negative, in linear time.
 
-Primal (li2014 eq. (6), DESIGN.md §3.4), over the ``m`` positives of units that have both
+Primal (li2014 eq. (6), docs/design.md §3.4), over the ``m`` positives of units that have both
 classes::
 
     P(w) = (λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i),   ℓ(z) = [1 + z]₊²

@@ -108,7 +108,7 @@ class Option:
 #: The optimisers' shared option: diagonal preconditioning (TRON's PCG, preconditioned NCG).
 PRECONDITION = Option("precondition", bool, True,
                       "diagonally preconditioned CG and its units-free stopping rule (default on; off: plain "
-                      "CG and the Euclidean rule, see README, Conditioning)", target="optimiser")
+                      "CG and the Euclidean rule, see docs/solvers.md, Conditioning)", target="optimiser")
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def solver_spec(name: str) -> SolverSpec:
 
 # Default tol 1e-4 for TRON and NCG (LIBLINEAR: 1e-3): in the preconditioned, units-free norm 1e-3
 # left MQ2008's objective 1.5e-4 above the optimum, 1e-4 left 6e-6 for 3-4 more Newton steps
-# (README, Conditioning).
+# (docs/solvers.md, Conditioning and stopping rules).
 register(SolverSpec(
     "tron", "L2 squared hinge (lee-lin2014)", "L2-loss RankSVM, trust-region Newton",
     SquaredHingeObjective, tron, 1000, 1e-4, "relative gradient norm",

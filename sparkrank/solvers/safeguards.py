@@ -1,4 +1,4 @@
-"""What keeps every solver from hanging or reporting garbage (issue 13 item 3, DESIGN.md §6).
+"""What keeps every solver from hanging or reporting garbage (issue 13 item 3, docs/design.md §6).
 
 * Norms that neither overflow nor underflow (``‖g‖`` of a gradient with entries 1e-300 or
   1e200 is still a positive finite number, not 0 or inf).

@@ -47,7 +47,7 @@ def _probe_function(modules: tuple[str, ...]):
 
 
 def interpreter_hint(python: str) -> str:
-    """How to give the executors an interpreter that has sparkrank (the README's lines)."""
+    """How to give the executors an interpreter that has sparkrank (docs/spark.md, 'Running on a cluster')."""
     return ("give the executors a Python that has sparkrank: `spark-submit --conf spark.pyspark.python="
             f"{python} ...` when every worker host has that path, or ship a packed venv: "
             "`spark-submit --archives venv.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python ...`"
