@@ -26,6 +26,7 @@ def test_mkdocs_build_strict_succeeds(tmp_path):
     for name in ("sparkrank.train", "sparkrank.RankingModel", "sparkrank.ml.LinearRanker",
                  "sparkrank.ml.RankingEvaluator"):
         assert f'id="{name}"' in api, name
+    assert not re.search(r":(mod|class|func|meth|data|attr):<code>", api), "a Sphinx role shows as text"
 
 
 def test_readme_links_point_at_files_in_the_repository():

@@ -4,6 +4,8 @@
   --help`` (``COMMAND`` may be empty for the top-level help), as a text block.
 * ``<!-- include PATH -->`` becomes the text of ``PATH`` (relative to the repository root),
   e.g. ``ARCHITECTURE.md``, which lives beside the code it maps.
+* Docstrings write Sphinx roles (``:class:`X```); mkdocstrings renders the backticks as code
+  and leaves the role's name as text, which is dropped (``~a.b.C`` shows ``C``, as in Sphinx).
 
 A command that fails or a file that is missing stops the build.
 """
@@ -21,6 +23,7 @@ from mkdocs.exceptions import PluginError
 ROOT = Path(__file__).resolve().parents[2]
 HELP = re.compile(r"^<!-- sparkrank-help ?([a-z]*) -->$", re.MULTILINE)
 INCLUDE = re.compile(r"^<!-- include ([\w./-]+) -->$", re.MULTILINE)
+ROLE = re.compile(r":(?:mod|class|func|meth|data|attr|exc|obj):<code>(~?)([^<]*)</code>")
 
 
 def command_help(command: str) -> str:
@@ -43,3 +46,7 @@ def included(path: str) -> str:
 def on_page_markdown(markdown: str, **kwargs) -> str:
     markdown = INCLUDE.sub(lambda m: included(m.group(1)), markdown)
     return HELP.sub(lambda m: command_help(m.group(1)), markdown)
+
+
+def on_page_content(html: str, **kwargs) -> str:
+    return ROLE.sub(lambda m: f"<code>{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}</code>", html)
