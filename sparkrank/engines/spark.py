@@ -193,6 +193,9 @@ class SparkEngine(Engine):
         self.local_dir = str(self.sc._jvm.org.apache.spark.util.Utils.getConfiguredLocalDirs(self.sc._jsc.sc().conf())[0])
         self._reset_store_state()
         if self.is_local:  # the executors share this host: sweep what dead applications left
+            # ... once their directory is known to be this user's alone (refused here, in one
+            # line, rather than in every task)
+            blocks.app_dir(self.owner, self.local_dir)
             for path in blocks.sweep_stale_applications(self.owner.app_id, self.local_dir):
                 log.info("removed stale block directory %s", path)
         names = df.columns
