@@ -15,6 +15,7 @@ from functools import reduce
 import numpy as np
 
 from ..data.block import RankingData
+from ..data.digest import DataDigest, digest_of
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
@@ -86,6 +87,7 @@ class LocalEngine(Engine):
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
+        self._digest: DataDigest | None = None  # data_digest(), made on first use (a checkpointed fit)
 
     @property
     def summary(self) -> DataSummary:
@@ -108,6 +110,11 @@ class LocalEngine(Engine):
 
     def feature_statistics(self) -> FeatureStatistics:
         return FeatureStatistics.of_rows(self.data.X)
+
+    def data_digest(self) -> DataDigest:
+        if self._digest is None:
+            self._digest = digest_of(self.data)
+        return self._digest
 
     def close(self) -> None:
         self._runner.close()

@@ -651,6 +651,22 @@ def labels_task():
     return worker_task(task)
 
 
+def digest_task(plans: dict[int, dict] | None):
+    """Each block's :func:`~sparkrank.data.digest.block_digest` ``(digest, pieces)``; ``plans``: per
+    partition where its rows start and end in their queries (driver placement), else ``None``."""
+    from ..data.digest import block_digest, group_keys
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                b = open_block(ref.path, ref.width)
+                g = b.groups
+                yield block_digest(b.X, g.labels, g.offsets, group_keys(b.qids, g.n_groups),
+                                   **(plans[ref.partition] if plans else {}))
+
+    return worker_task(task)
+
+
 def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
     """Delete this partition's block directory, and every store of this engine on the host."""
 
