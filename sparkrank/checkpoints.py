@@ -13,8 +13,8 @@ that names what differs; then the solver continues bit for bit where the undistu
 have been.  ``--resume`` with no checkpoint there yet starts afresh, with a warning.
 
 Only the newest :data:`KEEP` checkpoints stay.  Directories are local paths or any Hadoop
-URI (``hdfs://``, ``s3a://``, ``file://``): the storage functions at the end are the only
-place that touches storage.
+URI (``hdfs://``, ``s3a://``, ``file:``): the storage functions at the end are the only
+place that touches storage, through :func:`sparkrank.io.fs.filesystem` like every other path.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ import hashlib
 import io
 import json
 import logging
-import os
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
+from .io import uri as U
+from .io.fs import filesystem
 from .model import FORMAT_VERSION
 from .solvers.result import IterationRecord  # solvers without a state (TopPush) resume as a warm start from w
 
@@ -237,7 +237,7 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         found = latest(directory)
         if found is None:
             log.warning("--resume: no checkpoint in %s%s; starting afresh", directory,
-                        "" if list_names(directory) else " (no such directory, or empty)")
+                        "" if filesystem(directory).exists(directory) else " (no such directory)")
         else:
             check_compatible(found, meta)
             if found["weights"].shape != (engine.summary.n_features,):
@@ -283,47 +283,18 @@ def _plain_value(v):
 
 
 # -- storage: the only functions that touch the file system (also for sparkrank.tune_checkpoints) ------------------------------------
-def _is_local(uri: str) -> bool:
-    return "://" not in uri
-
-
-def _hadoop(uri: str):
-    """The Hadoop FileSystem and Path of ``uri``, through the active Spark session's JVM."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        raise ValueError(f"checkpoint directory {uri} is a URI: it needs Spark (use --engine spark) or a local path")
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
-
-
+# A directory without a scheme is a local path; a file: URI (file:/x and file:///x alike) is
+# this machine's /x; any other URI goes through Hadoop (io/fs.filesystem: the one rule).
 def write_text_atomic(uri: str, text: str) -> None:
     write_bytes_atomic(uri, text.encode("utf-8"))
 
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
-    tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
-    if _is_local(uri):
-        os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, uri)
-        return
-    fs, path, jvm = _hadoop(uri)
-    tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
-    out = fs.create(tmp_path, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
-    if fs.exists(path):
-        fs.delete(path, False)
-    if not fs.rename(tmp_path, path):
-        raise OSError(f"could not rename {tmp} to {uri}")
+    """Write ``data`` to ``uri`` atomically (a temporary sibling, then a rename), its directory
+    made first."""
+    fs = filesystem(uri)
+    fs.mkdirs(U.parent(uri))
+    fs.write_bytes(uri, data)
 
 
 def read_text(uri: str) -> str:
@@ -331,35 +302,19 @@ def read_text(uri: str) -> str:
 
 
 def read_bytes(uri: str) -> bytes:
-    if _is_local(uri):
-        with open(uri, "rb") as f:
-            return f.read()
-    fs, path, jvm = _hadoop(uri)
-    stream = fs.open(path)
-    try:
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
+    return filesystem(uri).read_bytes(uri)
 
 
 def list_names(directory: str) -> list[str]:
-    if _is_local(directory):
-        try:
-            return os.listdir(directory)
-        except FileNotFoundError:
-            return []
-    fs, path, _ = _hadoop(directory)
-    if not fs.exists(path):
+    """The names in ``directory`` (none when it does not exist)."""
+    fs = filesystem(directory)
+    if not fs.exists(directory):
         return []
-    return [s.getPath().getName() for s in fs.listStatus(path)]
+    return [U.basename(path) for path, _, _ in fs.children(directory)]
 
 
 def delete(uri: str) -> None:
-    if _is_local(uri):
-        try:
-            os.remove(uri)
-        except FileNotFoundError:
-            pass
-        return
-    fs, path, _ = _hadoop(uri)
-    fs.delete(path, True)
+    """Delete the file (or directory tree) ``uri`` when it exists."""
+    fs = filesystem(uri)
+    if fs.exists(uri):
+        fs.delete(uri, recursive=True)

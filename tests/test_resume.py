@@ -297,3 +297,36 @@ def test_resume_refuses_another_model_format(data, parquet, tmp_path, capsys):
     capsys.readouterr()
     assert main([*common, "--model", str(tmp_path / "x.json"), "--resume"]) == 2
     assert "was written with model_format=None, but this fit has model_format=2" in capsys.readouterr().err
+
+
+def test_resume_with_nothing_to_resume_says_so(parquet, tmp_path, caplog):
+    from sparkrank.cli import main
+
+    with caplog.at_level(logging.WARNING, logger="sparkrank"):
+        assert main(["train", "--engine", "local", "--input", parquet, "--model", str(tmp_path / "m.json"), "-q",
+                     "--checkpoint-dir", f"file:{tmp_path}/nothing", "--resume"]) == 0
+    assert f"--resume: no checkpoint in file:{tmp_path}/nothing (no such directory); starting afresh" in caplog.text
+
+
+@pytest.mark.parametrize("spelling", ["file:{}", "file://{}"])
+def test_file_uri_checkpoint_dirs_are_the_local_directory(data, parquet, tmp_path, spelling, monkeypatch):
+    """``file:/abs/dir`` (one slash, a valid Hadoop URI) and ``file:///abs/dir`` both mean /abs/dir,
+    written there and resumed from there, never a ``file:`` directory under the working directory."""
+    from sparkrank.cli import main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    directory = tmp_path / "ck"
+    common = ["train", "--engine", "local", "--input", parquet, "--solver", "bmrm", "-C", "0.5", "--tol", "1e-6",
+              "-q"]
+    ck = ["--checkpoint-dir", spelling.format(directory)]
+    assert main([*common, "--model", str(tmp_path / "full.json")]) == 0
+    assert main([*common, *ck, "--model", str(tmp_path / "cut.json"), "--max-iter", "2"]) == 0
+    assert sorted(n for n in os.listdir(directory) if n.startswith("iter-")) == \
+        ["iter-00000001", "iter-00000001.npz", "iter-00000002", "iter-00000002.npz"]
+    assert main([*common, *ck, "--model", str(tmp_path / "resumed.json"), "--resume"]) == 0
+    assert os.listdir(work) == []
+    full, resumed = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("full", "resumed"))
+    assert resumed["weights"] == full["weights"]
+    assert resumed["summary"]["history"][0]["iter"] == 3
