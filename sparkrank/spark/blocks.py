@@ -48,6 +48,7 @@ from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
 from ..numerics.linalg import matvec
+from .errors import UnsafeDirectoryError
 from .private_dir import check_private, private_dir
 from .shutdown import process_stat
 from .state_files import StateFileError, read_state, write_state
@@ -219,9 +220,14 @@ _SWEPT: set[str] = set()
 
 
 def _sweep_once(owner: Owner) -> None:
-    """The executor-side stale sweep, once per Python worker and local directory."""
+    """The executor-side stale sweep, once per Python worker and local directory, and only in a
+    root of this user's alone (else the task's :func:`app_dir` reports it, as its block's error)."""
     root = blocks_root()
     if root not in _SWEPT:
+        try:
+            app_dir(owner)
+        except UnsafeDirectoryError:
+            return
         _SWEPT.add(root)
         sweep_stale_applications(owner.app_id)
 
