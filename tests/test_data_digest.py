@@ -134,3 +134,19 @@ def test_spark_gives_the_local_digest_in_either_placement(spark, tmp_path):
     one_ranking = RankingData.from_arrays(data.X, data.groups.labels)
     with SparkEngine(df.drop("qid"), qid_col=None, num_partitions=4) as engine:
         assert engine.data_digest() == LocalEngine(one_ranking).data_digest()
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_local_engine_digest_is_the_same_on_any_number_of_threads(dense, monkeypatch):
+    from sparkrank.engines import tiles
+    from sparkrank.engines.local import LocalEngine
+
+    monkeypatch.setattr(tiles, "TILE_BYTES", 500)  # many tiles: runs of several
+    X, y, qid = _rows(np.random.default_rng(5), dense=dense)
+    data = RankingData.from_arrays(X, y, qid, layout="dense" if dense else "sparse")
+    expected = digest_of(data)
+    for threads in (1, 2, 3):
+        engine = LocalEngine(data, threads=threads)
+        assert threads == 1 or len(engine._runs) > 1
+        assert engine.data_digest() == expected
+        engine.close()

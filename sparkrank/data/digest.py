@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Sequence
 
 import numpy as np
@@ -230,7 +231,17 @@ def cut_plan(offsets: np.ndarray, a: int, b: int) -> dict[str, Any]:
             "last_size": int(offsets[last + 1] - offsets[last])}
 
 
-def digest_of(data: Any) -> DataDigest:
-    """The digest of a :class:`~sparkrank.data.block.RankingData` (every query whole)."""
+def digest_of(data: Any, rows: tuple[int, int] | None = None) -> DataDigest:
+    """The digest of a :class:`~sparkrank.data.block.RankingData` (every query whole), or of its
+    ``rows`` ``a:b`` (whole queries: ``a`` and ``b`` are query boundaries)."""
     g = data.groups
-    return block_digest(data.X, g.labels, g.offsets, group_keys(data.qids, g.n_groups))[0]
+    if rows is None:
+        return block_digest(data.X, g.labels, g.offsets, group_keys(data.qids, g.n_groups))[0]
+    a, b = rows
+    first, last = (int(i) for i in np.searchsorted(g.offsets, [a, b]))
+    X = data.X
+    # rows a:b without copying: a slice of dense rows, or CSR's row pointers over all entries
+    view = X[a:b] if isinstance(X, np.ndarray) else SimpleNamespace(indptr=X.indptr[a:b + 1], indices=X.indices,
+                                                                      data=X.data)
+    keys = group_keys(None if data.qids is None else data.qids[first:last], last - first)
+    return block_digest(view, g.labels[a:b], g.offsets[first:last + 1] - a, keys)[0]
