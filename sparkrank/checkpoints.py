@@ -6,13 +6,15 @@ when the solver's state has arrays.  It holds the iteration, the solver's curren
 the solver's space: standardized when standardization is on), the solver's own state
 (``state`` of its :class:`~sparkrank.solvers.result.IterationRecord`: TRON's trust-region
 radius; BMRM's cutting planes, Gram matrix and best point; NCG's gradient, direction and step
-memory), the fit's settings and a fingerprint of the training data.  A resumed fit checks
-settings, data and ``n_features`` first and refuses with a clear error when they differ; then
-the solver continues bit for bit where the undisturbed run would have been.
+memory), the fit's settings, its start point, the model-format version and a fingerprint of
+the training data (:func:`data_fingerprint`: sizes and a digest of every group id, label,
+feature value and index).  A resumed fit checks all of them first and refuses with an error
+that names what differs; then the solver continues bit for bit where the undisturbed run would
+have been.  ``--resume`` with no checkpoint there yet starts afresh, with a warning.
 
 Only the newest :data:`KEEP` checkpoints stay.  Directories are local paths or any Hadoop
-URI (``hdfs://``, ``s3a://``, ``file://``): the storage functions at the end are the only
-place that touches storage.
+URI (``hdfs://``, ``s3a://``, ``file:``): the storage functions at the end are the only
+place that touches storage, through :func:`sparkrank.io.fs.filesystem` like every other path.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ import hashlib
 import io
 import json
 import logging
-import os
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
+from .io import uri as U
+from .io.fs import filesystem
+from .model import FORMAT_VERSION
 from .solvers.result import IterationRecord  # solvers without a state (TopPush) resume as a warm start from w
 
 log = logging.getLogger("sparkrank.checkpoints")
@@ -46,18 +49,36 @@ class CheckpointMismatchError(ValueError):
 
 
 def data_fingerprint(engine) -> dict[str, Any]:
-    """Sizes and a digest of per-feature min/max: identical on every engine and partitioning.
-
-    Minima and maxima are exact under any merge order (sums and means are not), so the local
-    and Spark engines give the same digest for the same rows.
-    """
+    """Sizes, feature storage and digests of every number the objective sees: group ids and
+    sizes, labels, feature values and indices (:meth:`~sparkrank.engines.base.Engine.data_digest`:
+    the same on every engine and partitioning for the same rows in the same storage)."""
     s = engine.summary
-    stats = engine.feature_statistics()
-    digest = hashlib.sha256(np.ascontiguousarray(stats.min, dtype=np.float64).tobytes()
-                            + np.ascontiguousarray(stats.max, dtype=np.float64).tobytes()).hexdigest()[:16]
     return {"n_rows": s.n_rows, "n_groups": s.n_groups, "n_pairs": s.n_pairs,
             "n_groups_without_pairs": s.n_groups_without_pairs, "n_features": s.n_features,
-            "feature_range_sha256": digest}
+            **engine.data_digest().as_dict()}
+
+
+#: How a refusal names each fingerprint entry that differs.
+_DATA_CHANGES = {"groups": "group ids or group sizes differ", "labels": "labels differ",
+                 "features": "feature values or indices differ"}
+
+
+def data_changes(theirs: Any, mine: Any) -> str:
+    """What differs between two :func:`data_fingerprint` s, in words (``"labels differ"``)."""
+    if not (isinstance(theirs, dict) and isinstance(mine, dict)):
+        return "it has no fingerprint of every value (a checkpoint of an earlier sparkrank)"
+    changed = []
+    for key in sorted(set(theirs) | set(mine), key=lambda k: (k in _DATA_CHANGES, k)):
+        if theirs.get(key) != mine.get(key):
+            changed.append(_DATA_CHANGES.get(key) or f"{key} {theirs.get(key)!r} then, {mine.get(key)!r} now")
+    return "; ".join(changed)
+
+
+def start_fingerprint(w0: np.ndarray | None) -> str | None:
+    """The start point of a fit as a checkpoint records it: ``None`` (zeros) or a digest of its bytes."""
+    if w0 is None:
+        return None
+    return hashlib.blake2b(np.ascontiguousarray(w0, dtype=np.float64), digest_size=16).hexdigest()
 
 
 def checkpoint_path(directory: str, iteration: int) -> str:
@@ -147,14 +168,30 @@ def clear(directory: str) -> None:
         _delete_checkpoint(directory, it)
 
 
+#: The entries of a checkpoint's facts that are data fingerprints (:func:`data_fingerprint`).
+DATA_KEYS = ("data", "train_data", "valid_data")
+
+
 def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs."""
+    """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs
+    (for the data, what in it changed)."""
     for key, mine in meta.items():
         theirs = found.get(key)
-        if theirs != mine:
+        if theirs == mine:
+            continue
+        if key in DATA_KEYS:
+            shown = [k for k in (mine or {}) if not isinstance(theirs, dict) or theirs.get(k) != mine.get(k)]
             raise CheckpointMismatchError(
-                f"checkpoint {found['path']} was written with {key}={theirs!r}, but this fit has "
-                f"{key}={mine!r}; resume with the same data and settings, or use another --checkpoint-dir")
+                f"checkpoint {found['path']} was written with {key}={_subset(theirs, shown)!r}, but this fit has "
+                f"{key}={_subset(mine, shown)!r}: the data changed since the checkpoint "
+                f"({data_changes(theirs, mine)}); resume with the same data, or use another --checkpoint-dir")
+        raise CheckpointMismatchError(
+            f"checkpoint {found['path']} was written with {key}={theirs!r}, but this fit has "
+            f"{key}={mine!r}; resume with the same data and settings, or use another --checkpoint-dir")
+
+
+def _subset(value: Any, keys: list[str]) -> Any:
+    return {k: value.get(k) for k in keys} if isinstance(value, dict) else value
 
 
 @dataclass
@@ -178,14 +215,14 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
     interval : int
         Write every ``interval`` accepted iterations.
     resume : bool
-        Start from the newest checkpoint (after checking ``settings`` and the data); with
-        none there yet, start afresh.
+        Start from the newest checkpoint (after checking ``settings``, ``w0``, the model format
+        and the data); with none there yet, start afresh (a warning says so).
     engine : Engine
         The training data (for the fingerprint).
     settings : dict
         Everything that must match to resume: solver, C, tol, counting, options, standardization.
     w0 : ndarray, optional
-        The start when there is nothing to resume.
+        The start when there is nothing to resume (a resumed fit must have been given the same).
     fingerprint : dict, optional
         :func:`data_fingerprint` of ``engine`` when the caller has it (saves a statistics pass).
     """
@@ -193,12 +230,14 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         if resume:
             raise ValueError("--resume needs --checkpoint-dir")
         return Resumption(w0, None, None)
-    meta = {**settings, "data": fingerprint or data_fingerprint(engine), "n_features": engine.summary.n_features}
+    meta = {**settings, "start": start_fingerprint(w0), "model_format": FORMAT_VERSION,
+            "data": fingerprint or data_fingerprint(engine), "n_features": engine.summary.n_features}
     writer = CheckpointWriter(directory, interval, meta)
     if resume:
         found = latest(directory)
         if found is None:
-            log.info("no checkpoint in %s; starting afresh", directory)
+            log.warning("--resume: no checkpoint in %s%s; starting afresh", directory,
+                        "" if filesystem(directory).exists(directory) else " (no such directory)")
         else:
             check_compatible(found, meta)
             if found["weights"].shape != (engine.summary.n_features,):
@@ -244,47 +283,18 @@ def _plain_value(v):
 
 
 # -- storage: the only functions that touch the file system (also for sparkrank.tune_checkpoints) ------------------------------------
-def _is_local(uri: str) -> bool:
-    return "://" not in uri
-
-
-def _hadoop(uri: str):
-    """The Hadoop FileSystem and Path of ``uri``, through the active Spark session's JVM."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        raise ValueError(f"checkpoint directory {uri} is a URI: it needs Spark (use --engine spark) or a local path")
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
-
-
+# A directory without a scheme is a local path; a file: URI (file:/x and file:///x alike) is
+# this machine's /x; any other URI goes through Hadoop (io/fs.filesystem: the one rule).
 def write_text_atomic(uri: str, text: str) -> None:
     write_bytes_atomic(uri, text.encode("utf-8"))
 
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
-    tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
-    if _is_local(uri):
-        os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, uri)
-        return
-    fs, path, jvm = _hadoop(uri)
-    tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
-    out = fs.create(tmp_path, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
-    if fs.exists(path):
-        fs.delete(path, False)
-    if not fs.rename(tmp_path, path):
-        raise OSError(f"could not rename {tmp} to {uri}")
+    """Write ``data`` to ``uri`` atomically (a temporary sibling, then a rename), its directory
+    made first."""
+    fs = filesystem(uri)
+    fs.mkdirs(U.parent(uri))
+    fs.write_bytes(uri, data)
 
 
 def read_text(uri: str) -> str:
@@ -292,35 +302,19 @@ def read_text(uri: str) -> str:
 
 
 def read_bytes(uri: str) -> bytes:
-    if _is_local(uri):
-        with open(uri, "rb") as f:
-            return f.read()
-    fs, path, jvm = _hadoop(uri)
-    stream = fs.open(path)
-    try:
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
+    return filesystem(uri).read_bytes(uri)
 
 
 def list_names(directory: str) -> list[str]:
-    if _is_local(directory):
-        try:
-            return os.listdir(directory)
-        except FileNotFoundError:
-            return []
-    fs, path, _ = _hadoop(directory)
-    if not fs.exists(path):
+    """The names in ``directory`` (none when it does not exist)."""
+    fs = filesystem(directory)
+    if not fs.exists(directory):
         return []
-    return [s.getPath().getName() for s in fs.listStatus(path)]
+    return [U.basename(path) for path, _, _ in fs.children(directory)]
 
 
 def delete(uri: str) -> None:
-    if _is_local(uri):
-        try:
-            os.remove(uri)
-        except FileNotFoundError:
-            pass
-        return
-    fs, path, _ = _hadoop(uri)
-    fs.delete(path, True)
+    """Delete the file (or directory tree) ``uri`` when it exists."""
+    fs = filesystem(uri)
+    if fs.exists(uri):
+        fs.delete(uri, recursive=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from .checkpoints import (CheckpointMismatchError, Resumption, begin, check_compatible, clear, data_fingerprint,
                           delete, list_names, read_text, write_text_atomic)
-from .model import RankingModel, json_default
+from .model import FORMAT_VERSION, RankingModel, json_default
 
 log = logging.getLogger("sparkrank.tune")
 
@@ -55,6 +55,7 @@ class TuneCheckpoints:
         if interval < 1:
             raise ValueError(f"checkpoint interval must be positive; got {interval}")
         self.directory, self.interval, self.resume = directory.rstrip("/"), interval, resume
+        settings = {**settings, "model_format": FORMAT_VERSION}  # the finished Cs' records are models
         _check_or_write(f"{self.directory}/{SETTINGS_FILE}", _plain(settings), resume)
         if not resume:
             clear(f"{self.directory}/refit")

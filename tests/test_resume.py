@@ -230,3 +230,103 @@ def test_resume_on_spark_is_bitwise_equal_to_local(spark, data, parquet, solver,
         resumed = _fit(engine, solver, directory, resume=True)
     np.testing.assert_array_equal(resumed.weights, local.weights)
     assert resumed.summary["iterations"] == local.summary["iterations"]
+
+
+# -- a resume that cannot lie: changed data, settings or format are refused, naming what changed ----------
+def _with(data, labels=None, X=None):
+    """``data`` with other labels or feature rows (same queries, same row order)."""
+    from sparkrank.data.block import RankingData
+    from sparkrank.data.groups import QueryGroups
+
+    g = data.groups
+    return RankingData(data.X if X is None else X, QueryGroups.from_offsets(g.labels if labels is None else labels,
+                                                                            g.offsets), data.qids, data.input_order)
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_resume_on_changed_data_or_settings_is_refused(request, data, parquet, tmp_path, engine, capsys):
+    """BMRM checkpointed at iteration 10, then --resume on the same rows with the labels rotated
+    inside each query (the same label counts, pairs and feature ranges: what the fingerprint
+    missed before), with one feature value one ulp higher, or with another tolerance."""
+    from sparkrank.cli import main
+    from sparkrank.data.io import write_parquet
+
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    common = ["train", "--engine", engine, "--solver", "bmrm", "-C", "0.5", "--tol", "1e-6", "-q",
+              *(["--partitions", "3"] if engine == "spark" else [])]
+    ck = str(tmp_path / "ck")
+    assert main([*common, "--input", parquet, "--model", str(tmp_path / "cut.json"), "--checkpoint-dir", ck,
+                 "--max-iter", "10"]) == 0
+    assert "iter-00000010" in os.listdir(ck)
+    g = data.groups
+    rotated = np.concatenate([np.roll(g.labels[a:b], 1) for a, b in zip(g.offsets[:-1], g.offsets[1:])])
+    assert not np.array_equal(rotated, g.labels)
+    X = data.X.copy()
+    k = int(np.argsort(X.data)[X.data.size // 2])  # a middle value: no feature's min or max
+    X.data[k] = np.nextafter(X.data[k], np.inf)
+    cases = {"labels": (_with(data, labels=rotated), "(labels differ)"),
+             "values": (_with(data, X=X), "(feature values or indices differ)")}
+    for name, (changed, what) in cases.items():
+        path = str(tmp_path / f"{name}.parquet")
+        write_parquet(path, changed)
+        capsys.readouterr()
+        model = tmp_path / f"{name}.json"
+        assert main([*common, "--input", path, "--model", str(model), "--checkpoint-dir", ck, "--resume"]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert f"checkpoint {ck}/iter-00000010 was written with data=" in err
+        assert f": the data changed since the checkpoint {what}; resume with the same data" in err
+        assert not model.exists()
+    assert main([*common, "--tol", "1e-5", "--input", parquet, "--model", str(tmp_path / "x.json"),
+                 "--checkpoint-dir", ck, "--resume"]) == 2
+    assert "was written with tol=1e-06, but this fit has tol=1e-05" in capsys.readouterr().err
+
+
+def test_resume_refuses_another_model_format(data, parquet, tmp_path, capsys):
+    from sparkrank.cli import main
+
+    common = ["train", "--engine", "local", "--input", parquet, "--solver", "bmrm", "-C", "0.5", "-q",
+              "--checkpoint-dir", str(tmp_path / "ck")]
+    assert main([*common, "--model", str(tmp_path / "cut.json"), "--max-iter", "2"]) == 0
+    newest = tmp_path / "ck" / "iter-00000002"
+    record = json.loads(newest.read_text())
+    assert record["model_format"] == 2 and record["start"] is None
+    del record["model_format"]  # what a checkpoint of an earlier sparkrank holds
+    newest.write_text(json.dumps(record))
+    capsys.readouterr()
+    assert main([*common, "--model", str(tmp_path / "x.json"), "--resume"]) == 2
+    assert "was written with model_format=None, but this fit has model_format=2" in capsys.readouterr().err
+
+
+def test_resume_with_nothing_to_resume_says_so(parquet, tmp_path, caplog):
+    from sparkrank.cli import main
+
+    with caplog.at_level(logging.WARNING, logger="sparkrank"):
+        assert main(["train", "--engine", "local", "--input", parquet, "--model", str(tmp_path / "m.json"), "-q",
+                     "--checkpoint-dir", f"file:{tmp_path}/nothing", "--resume"]) == 0
+    assert f"--resume: no checkpoint in file:{tmp_path}/nothing (no such directory); starting afresh" in caplog.text
+
+
+@pytest.mark.parametrize("spelling", ["file:{}", "file://{}"])
+def test_file_uri_checkpoint_dirs_are_the_local_directory(data, parquet, tmp_path, spelling, monkeypatch):
+    """``file:/abs/dir`` (one slash, a valid Hadoop URI) and ``file:///abs/dir`` both mean /abs/dir,
+    written there and resumed from there, never a ``file:`` directory under the working directory."""
+    from sparkrank.cli import main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    directory = tmp_path / "ck"
+    common = ["train", "--engine", "local", "--input", parquet, "--solver", "bmrm", "-C", "0.5", "--tol", "1e-6",
+              "-q"]
+    ck = ["--checkpoint-dir", spelling.format(directory)]
+    assert main([*common, "--model", str(tmp_path / "full.json")]) == 0
+    assert main([*common, *ck, "--model", str(tmp_path / "cut.json"), "--max-iter", "2"]) == 0
+    assert sorted(n for n in os.listdir(directory) if n.startswith("iter-")) == \
+        ["iter-00000001", "iter-00000001.npz", "iter-00000002", "iter-00000002.npz"]
+    assert main([*common, *ck, "--model", str(tmp_path / "resumed.json"), "--resume"]) == 0
+    assert os.listdir(work) == []
+    full, resumed = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("full", "resumed"))
+    assert resumed["weights"] == full["weights"]
+    assert resumed["summary"]["history"][0]["iter"] == 3

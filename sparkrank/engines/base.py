@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.digest import DataDigest
 from ..kernels.base import ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, column_sums_dd, dd_add, dd_round
 
@@ -252,6 +253,12 @@ class Engine(ABC):
     @abstractmethod
     def feature_statistics(self) -> FeatureStatistics:
         """Per-feature count, mean, variance, min and max of the training rows (one pass)."""
+
+    @abstractmethod
+    def data_digest(self) -> DataDigest:
+        """The :class:`~sparkrank.data.digest.DataDigest` of the rows: every group id, label,
+        feature value and index (one pass, on first use; what a checkpoint is resumed against).
+        The same rows give the same digest on every engine and partitioning."""
 
     def close(self) -> None:
         """Release resources (cached data, sessions)."""

@@ -15,6 +15,7 @@ from functools import reduce
 import numpy as np
 
 from ..data.block import RankingData
+from ..data.digest import DataDigest, digest_of
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
@@ -86,6 +87,7 @@ class LocalEngine(Engine):
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
+        self._digest: DataDigest | None = None  # data_digest(), made on first use (a checkpointed fit)
 
     @property
     def summary(self) -> DataSummary:
@@ -108,6 +110,16 @@ class LocalEngine(Engine):
 
     def feature_statistics(self) -> FeatureStatistics:
         return FeatureStatistics.of_rows(self.data.X)
+
+    def data_digest(self) -> DataDigest:
+        if self._digest is None:  # one run of whole groups per thread (BLAKE2b lets go of the GIL)
+            if len(self._runs) < 2:
+                self._digest = digest_of(self.data)
+            else:
+                starts = [t.start for t in self._tiles] + [self.data.n_rows]
+                parts = self._runner.map(lambda run: digest_of(self.data, (starts[run[0]], starts[run[1]])), self._runs)
+                self._digest = reduce(DataDigest.add, parts)
+        return self._digest
 
     def close(self) -> None:
         self._runner.close()

@@ -59,6 +59,9 @@ class PaddedEngine(Engine):
     def progress(self) -> dict[str, int]:
         return self.inner.progress()
 
+    def data_digest(self):
+        return self.inner.data_digest()  # the rows as the inner engine holds them (the width is in the summary)
+
     def feature_statistics(self) -> FeatureStatistics:
         s = self.inner.feature_statistics()  # an added column is all zeros: mean, spread, min, max 0
         return FeatureStatistics(s.count, self._pad(s.mean), self._pad(s.m2), self._pad(s.min), self._pad(s.max))

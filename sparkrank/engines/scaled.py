@@ -67,6 +67,9 @@ class ScaledEngine(Engine):
     def progress(self) -> dict[str, int]:
         return self.inner.progress()
 
+    def data_digest(self):
+        return self.inner.data_digest()  # the rows as read: the scale is a setting derived from them
+
     def feature_statistics(self) -> FeatureStatistics:
         s = self.inner.feature_statistics()
         d = self.scale

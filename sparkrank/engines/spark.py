@@ -193,6 +193,9 @@ class SparkEngine(Engine):
         self.local_dir = str(self.sc._jvm.org.apache.spark.util.Utils.getConfiguredLocalDirs(self.sc._jsc.sc().conf())[0])
         self._reset_store_state()
         if self.is_local:  # the executors share this host: sweep what dead applications left
+            # ... once their directory is known to be this user's alone (refused here, in one
+            # line, rather than in every task)
+            blocks.app_dir(self.owner, self.local_dir)
             for path in blocks.sweep_stale_applications(self.owner.app_id, self.local_dir):
                 log.info("removed stale block directory %s", path)
         names = df.columns
@@ -248,6 +251,7 @@ class SparkEngine(Engine):
         self._plans_bc = None  # driver placement: the partitions' steps of Xᵀc (_step_plans)
         self._coalesced = None  # local master: the references in fewer tasks (_pass_refs)
         self._parquet_files: list[str] = []
+        self._digest = None  # data_digest(), made on first use (a checkpointed fit)
 
     def _open(self) -> None:
         """Build the blocks, the engine registered for closing at exit first."""
@@ -647,6 +651,30 @@ class SparkEngine(Engine):
         with self._broadcast(totals.mean()) as (mean,):
             squares = self._tree_sum(blocks.centred_squares_task(mean, self.n_features), blocks.add_dd)
         return FeatureStatistics.from_totals(totals.padded(self.n_features), blocks.dense_sums(squares))
+
+    def data_digest(self):
+        """The blocks' :class:`~sparkrank.data.digest.DataDigest` s added up (one job, on first
+        use); in driver placement the chunks that blocks cut are joined and hashed here."""
+        from ..data.digest import DataDigest, digest_pieces
+
+        if self._digest is None:
+            parts = self._with_recovery(lambda replay: self._pass_refs().mapPartitions(
+                blocks.digest_task(self._cut_plans())).collect())
+            total = DataDigest()
+            for digest, _ in parts:
+                total = total.add(digest)
+            self._digest = total.add(digest_pieces([p for _, pieces in parts for p in pieces]))
+        return self._digest
+
+    def _cut_plans(self) -> dict | None:
+        """Driver placement, where blocks may cut queries (:meth:`_arrange`): where each block's rows
+        start and end in their queries (:func:`~sparkrank.data.digest.cut_plan`); else ``None``."""
+        from ..data.digest import cut_plan
+
+        if self.placement != "driver":
+            return None
+        return {r.partition: cut_plan(self.groups.offsets, self.row_start[r.partition],
+                                      self.row_start[r.partition] + r.n_rows) for r in self.refs if r.n_rows}
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""

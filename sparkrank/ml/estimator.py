@@ -250,7 +250,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
                 raise ValueError("resumeFromCheckpoint needs checkpointDir")
             found = latest_checkpoint(spark, directory)
             if found is None:
-                log.info("no checkpoint in %s; starting afresh", directory)
+                log.warning("resumeFromCheckpoint: no checkpoint in %s; starting afresh", directory)
             else:
                 for key, mine in (("solver", self.getSolver()), ("standardization", self.getStandardization())):
                     if found.get(key) != mine:

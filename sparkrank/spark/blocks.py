@@ -15,14 +15,17 @@ absolute path.  ``<local dir>`` is the parent of the executor's Spark block-mana
 directory: on a standalone worker that is the application's own local directory, which
 the worker deletes when the application ends (even a killed one); in local mode it is
 ``spark.local.dir`` (``/tmp``), cleaned by :meth:`SparkEngine.close`, by the driver's exit
-hook, and by :func:`sweep_stale_applications` at the next start.
+hook, and by :func:`sweep_stale_applications` at the next start.  Both ``sparkrank-blocks-<user>``
+and the application's directory are this user's alone (mode 0700, checked before use:
+``spark/private_dir.py``): a task reads back what is there.
 
 A pass over a block is the in-process engine's fused pass (``engines/tiles.py``): the block's
 groups cut into tiles of ~8 MB, each tile's ``X·w``, kernel and ``Xᵀc`` while it is in cache.
 
 Kernel state (TRON's sorted scores, TopPush's dual iterates; one per tile) is kept beside the
-block as a file, but the driver also keeps its *recipe* (:class:`StateRecipe`: the vector and kernel
-of the pass that made it, and the recipe of that pass's input state).  A state lost with
+block as a file (``spark/state_files.py``: data only, no pickle), but the driver also keeps its
+*recipe* (:class:`StateRecipe`: the vector and kernel of the pass that made it, and the recipe of
+that pass's input state).  A state lost with
 its executor is recomputed from the rebuilt block by replaying the recipe: the same
 arithmetic on the same bytes, so the fit continues bit for bit.
 """
@@ -30,12 +33,9 @@ arithmetic on the same bytes, so the fit continues bit for bit.
 from __future__ import annotations
 
 import getpass
-import mmap
 import os
-import pickle
 import shutil
 import socket
-import struct
 import tempfile
 import time
 from dataclasses import dataclass
@@ -48,7 +48,10 @@ from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
 from ..numerics.linalg import matvec
+from .errors import UnsafeDirectoryError
+from .private_dir import check_private, private_dir
 from .shutdown import process_stat
+from .state_files import StateFileError, read_state, write_state
 from .worker import worker_task
 
 REF_SCHEMA = (
@@ -137,12 +140,19 @@ def _user() -> str:
         return str(os.getuid())
 
 
+#: Application directories this Python worker has found to be this user's alone.
+_CHECKED: set[str] = set()
+
+
 def app_dir(owner: Owner, local_dir: str | None = None) -> str:
-    """This application's block directory on this host (created with its owner file)."""
-    path = os.path.join(blocks_root(local_dir), owner.app_id)
+    """This application's block directory on this host (created with its owner file), it and
+    :func:`blocks_root` this user's alone (:func:`~sparkrank.spark.private_dir.private_dir`:
+    :class:`~sparkrank.spark.errors.UnsafeDirectoryError` otherwise)."""
+    path = os.path.join(private_dir(blocks_root(local_dir)), owner.app_id)
+    private_dir(path)
+    _CHECKED.add(path)
     marker = os.path.join(path, _OWNER_FILE)
     if not os.path.exists(marker):
-        os.makedirs(path, exist_ok=True)
         tmp = f"{marker}.{os.getpid()}"
         with open(tmp, "w") as f:
             f.write(f"{owner.host} {owner.pid} {owner.started}".rstrip() + "\n")
@@ -210,9 +220,14 @@ _SWEPT: set[str] = set()
 
 
 def _sweep_once(owner: Owner) -> None:
-    """The executor-side stale sweep, once per Python worker and local directory."""
+    """The executor-side stale sweep, once per Python worker and local directory, and only in a
+    root of this user's alone (else the task's :func:`app_dir` reports it, as its block's error)."""
     root = blocks_root()
     if root not in _SWEPT:
+        try:
+            app_dir(owner)
+        except UnsafeDirectoryError:
+            return
         _SWEPT.add(root)
         sweep_stale_applications(owner.app_id)
 
@@ -342,7 +357,7 @@ def _write_block(path: str, data: RankingData) -> dict:
         arrays["qids"] = np.asarray(data.qids)
     nbytes = 0
     for name, arr in arrays.items():
-        np.save(os.path.join(path, name + ".npy"), np.ascontiguousarray(arr))
+        np.save(os.path.join(path, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
         nbytes += arr.nbytes
     return {"path": path, "n_rows": data.n_rows, "n_groups": g.n_groups, "n_pairs": g.n_pairs,
             "n_groups_without_pairs": g.n_groups_without_pairs, "width": data.n_features, "nbytes": nbytes}
@@ -378,8 +393,10 @@ def open_block(path: str, width: int) -> Block:
         return block
     if not os.path.isdir(path):
         raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
+    _check_app_dir(path)
+
     def load(name):
-        return np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r"))
+        return np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False))
 
     if os.path.exists(os.path.join(path, _DENSE + ".npy")):
         X = load(_DENSE)
@@ -387,10 +404,21 @@ def open_block(path: str, width: int) -> Block:
         a = {name: load(name) for name in _CSR_ARRAYS}
         X = CsrArrays(a["indptr"], a["indices"], a["data"], (a["indptr"].shape[0] - 1, width))
     qpath = os.path.join(path, "qids.npy")
-    qids = np.load(qpath) if os.path.exists(qpath) else None
+    qids = np.load(qpath, allow_pickle=False) if os.path.exists(qpath) else None
     block = Block(X, QueryGroups(*(load(name) for name in _GROUP_ARRAYS)), qids)
     _OPEN[path] = block
     return block
+
+
+def _check_app_dir(block_path: str) -> None:
+    """Before a Python worker first reads a block of an application (``<root>/<app>/<store>/<part>``):
+    the application's directory and the root are this user's alone (their files could be anyone's
+    otherwise; kernel states are read from beside the block)."""
+    app = os.path.dirname(os.path.dirname(block_path))
+    if app not in _CHECKED:
+        check_private(os.path.dirname(app))
+        check_private(app)
+        _CHECKED.add(app)
 
 
 _TILES: dict[tuple[str, int | None], list[Tile]] = {}
@@ -451,11 +479,6 @@ def _state_file(path: str, state_id: int) -> str:
     return os.path.join(path, f"state-{state_id}.bin")
 
 
-#: A state file's arrays start on multiples of this many bytes (a cache line), so the arrays
-#: read back from it are aligned like freshly allocated ones.
-_STATE_ALIGN = 64
-
-
 def _drop_states(path: str, released: tuple[int, ...]) -> None:
     for sid in released:
         try:
@@ -465,46 +488,23 @@ def _drop_states(path: str, released: tuple[int, ...]) -> None:
 
 
 def _read_state(path: str, state_id: int):
-    """The kept state, or ``None`` when its file is not on this host.
+    """The kept state, or ``None`` when its file is not on this host or is not a state file
+    (then it is recomputed from its recipe like a lost one: it is never executed).
 
     Its arrays are views of the file's pages in the page cache (a private mapping: a write to
     them stays in this process), not copies: a Hessian pass of TRON reads its scores, order and
-    sweep plan (15 bytes per row for queries of under 128 rows), which unpickling copied into
-    fresh memory on every pass (10M rows on local[2], then 12 bytes per row: ~0.04 s of a 0.6 s
-    pass)."""
+    sweep plan (15 bytes per row for queries of under 128 rows), which copying into fresh
+    memory on every pass costs (10M rows on local[2], then 12 bytes per row: ~0.04 s of a
+    0.6 s pass)."""
     try:
-        f = open(_state_file(path, state_id), "rb")
-    except FileNotFoundError:
+        return read_state(_state_file(path, state_id))
+    except (FileNotFoundError, StateFileError):
         return None
-    with f:
-        mapped = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
-    header_size, n_buffers = struct.unpack_from("<QQ", mapped, 0)
-    sizes = struct.unpack_from(f"<{n_buffers}Q", mapped, 16)
-    position = 16 + 8 * n_buffers
-    header = mapped[position:position + header_size]
-    position += header_size
-    buffers = []
-    for size in sizes:
-        position = -(-position // _STATE_ALIGN) * _STATE_ALIGN
-        buffers.append(mapped[position:position + size])
-        position += size
-    return pickle.loads(header, buffers=buffers)
 
 
 def _write_state(path: str, state_id: int, state) -> None:
-    """``state`` as pickle protocol 5 with its arrays out of band: sizes, the pickle, then each
-    array's bytes at a multiple of :data:`_STATE_ALIGN` (:func:`_read_state` maps them)."""
-    buffers: list[pickle.PickleBuffer] = []
-    header = pickle.dumps(state, protocol=5, buffer_callback=buffers.append)
-    raws = [b.raw() for b in buffers]
-    tmp = _state_file(path, state_id) + f".{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack(f"<QQ{len(raws)}Q", len(header), len(raws), *(r.nbytes for r in raws)))
-        f.write(header)
-        for raw in raws:
-            f.write(bytes(-f.tell() % _STATE_ALIGN))
-            f.write(raw)
-    os.replace(tmp, _state_file(path, state_id))  # a killed task never leaves half a state
+    """``state`` as a state file (:mod:`sparkrank.spark.state_files`) that :func:`_read_state` maps."""
+    write_state(_state_file(path, state_id), state)
 
 
 def replay_state(block: Block, tiles: list[Tile], ref, recipe: StateRecipe):
@@ -653,6 +653,22 @@ def labels_task():
                 sizes = np.diff(b.groups.offsets)
                 qid_rows = None if b.qids is None else np.repeat(b.qids, sizes)
                 yield ref.partition, np.array(b.groups.labels), qid_rows
+
+    return worker_task(task)
+
+
+def digest_task(plans: dict[int, dict] | None):
+    """Each block's :func:`~sparkrank.data.digest.block_digest` ``(digest, pieces)``; ``plans``: per
+    partition where its rows start and end in their queries (driver placement), else ``None``."""
+    from ..data.digest import block_digest, group_keys
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                b = open_block(ref.path, ref.width)
+                g = b.groups
+                yield block_digest(b.X, g.labels, g.offsets, group_keys(b.qids, g.n_groups),
+                                   **(plans[ref.partition] if plans else {}))
 
     return worker_task(task)
 

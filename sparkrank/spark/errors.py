@@ -22,6 +22,13 @@ class ClusterError(RuntimeError):
     """The cluster cannot run sparkrank's tasks (wrong interpreter, executors keep dying)."""
 
 
+class UnsafeDirectoryError(DataError):
+    """A directory where executors would keep block or kernel-state files is not this user's
+    alone (another owner, a link, or writable by others): refused, since what a task reads
+    back from it decides the numbers of the fit (:mod:`sparkrank.spark.private_dir`).  A
+    :class:`DataError`, so that it reaches the command line as one line from a task too."""
+
+
 # "sparkrank.data.svmlight.SVMLightFormatError: data.txt: malformed label 'x' on line 7"
 _RAISED = re.compile(r"^\s*(?:\w+: )?sparkrank\.[\w.]+\.(\w*Error): (.+)$", re.M)
 
@@ -113,7 +120,8 @@ def query_context_logs_held_back():
 def _data_error_class(name: str):
     from ..data.svmlight import SVMLightFormatError
 
-    return {"DataError": DataError, "SVMLightFormatError": SVMLightFormatError}.get(name)
+    return {"DataError": DataError, "SVMLightFormatError": SVMLightFormatError,
+            "UnsafeDirectoryError": UnsafeDirectoryError}.get(name)
 
 
 #: Loggers that print a failed task's Python traceback on the driver's console (local mode
