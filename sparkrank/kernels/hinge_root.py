@@ -51,6 +51,26 @@ def _ramp(kind, p, x):
 
 
 @njit(cache=True)
+def _resolve_below(p, kind, end, v, K, S):
+    """Fold the ramps with ``p ≤ v`` into ``K + S·x`` (valid for ``x ≥ v``: a right ramp is ``x − p``,
+    a left ramp 0) and keep the others in ``p[:keep]``; returns ``(keep, K, S)``."""
+    keep = 0
+    for t in range(end):
+        if p[t] <= v:
+            if kind[t] == 0:
+                K -= p[t]
+                S += 1.0
+            elif kind[t] == 1:
+                K += p[t]
+                S -= 1.0
+        else:
+            p[keep] = p[t]
+            kind[keep] = kind[t]
+            keep += 1
+    return keep, K, S
+
+
+@njit(cache=True)
 def sup_nonnegative(p, kind, n, K, S, lower, seed):
     """``sup{x ≥ lower : G(x) ≥ 0}`` for ``G(x) = K + S·x + Σ_{t<n} ramp(kind[t], p[t], x)``.
 
@@ -63,55 +83,31 @@ def sup_nonnegative(p, kind, n, K, S, lower, seed):
     end = n
     if np.isfinite(lower):
         # breakpoints at or below `lower` are on the known side already (pivots must exceed lower)
-        keep = 0
-        for t in range(end):
-            if p[t] <= lower:
-                if kind[t] == 0:
-                    K -= p[t]
-                    S += 1.0
-                elif kind[t] == 1:
-                    K += p[t]
-                    S -= 1.0
-            else:
-                p[keep] = p[t]
-                kind[keep] = kind[t]
-                keep += 1
-        end = keep
+        end, K, S = _resolve_below(p, kind, end, lower, K, S)
     while end > 0:
         seed = xorshift(seed)
         v = p[np.int64(seed % np.uint64(end))]
         g = K + S * v
         for t in range(end):
             g += _ramp(kind[t], p[t], v)
-        keep = 0
         if g >= 0.0:  # x* ≥ v: ramps with p ≤ v are linear from v on
             lo = v
-            for t in range(end):
-                if p[t] <= v:
-                    if kind[t] == 0:
-                        K -= p[t]
-                        S += 1.0
-                    elif kind[t] == 1:
-                        K += p[t]
-                        S -= 1.0
-                else:
-                    p[keep] = p[t]
-                    kind[keep] = kind[t]
-                    keep += 1
-        else:  # x* < v: ramps with p ≥ v are linear up to v
-            hi = v
-            for t in range(end):
-                if p[t] >= v:
-                    if kind[t] == 2:
-                        K += p[t]
-                        S -= 1.0
-                    elif kind[t] == 3:
-                        K -= p[t]
-                        S += 1.0
-                else:
-                    p[keep] = p[t]
-                    kind[keep] = kind[t]
-                    keep += 1
+            end, K, S = _resolve_below(p, kind, end, v, K, S)
+            continue
+        hi = v  # x* < v: ramps with p ≥ v are linear up to v (a right ramp 0, a left ramp p − x)
+        keep = 0
+        for t in range(end):
+            if p[t] >= v:
+                if kind[t] == 2:
+                    K += p[t]
+                    S -= 1.0
+                elif kind[t] == 3:
+                    K -= p[t]
+                    S += 1.0
+            else:
+                p[keep] = p[t]
+                kind[keep] = kind[t]
+                keep += 1
         end = keep
     if S < 0.0:
         x = -K / S
