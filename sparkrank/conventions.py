@@ -43,6 +43,12 @@ A row is *positive* when its label is strictly above a threshold, by default
 is "at the top" only when it scores strictly above the highest-scoring negative of its
 group (a tie counts against the model).
 
+The top-k push (TopPush with a top fraction ``τ``) compares each positive with the mean of the
+``k = ⌈τ·n⁻⌉`` highest-scoring negatives of its ranking unit (``n⁻`` its negatives), at least 1
+and at most ``n⁻``; ``τ = 0`` is ``k = 1``, li2014's TopPush.  A product ``τ·n⁻`` within 1e-9
+(relative) of an integer counts as that integer, so 0.1 of 30 negatives is 3, not 4
+(:func:`top_k_count`).
+
 Ties in scores (evaluation)
 ---------------------------
 Ties are never broken in the model's favour:
@@ -165,6 +171,14 @@ def c_from_raykar_lambda(lam: float) -> float:
 def toppush_lambda_from_c(c: float, n_positives: int) -> float:
     """li2014's λ of ``(λ/2)‖w‖² + (1/m)Σ_i ℓ`` for LIBLINEAR's ``C``: ``λ = 1/(C m)``."""
     return TOPPUSH_LAMBDA.lambda_from_c(c, n_positives)
+
+
+def top_k_count(top_fraction: float, n_negatives: np.ndarray) -> np.ndarray:
+    """``k = ⌈τ·n⁻⌉`` per ranking unit, clipped to ``[1, n⁻]`` (``τ = 0``: 1; module docstring)."""
+    n = np.asarray(n_negatives, dtype=np.int64)
+    product = float(top_fraction) * n
+    k = np.ceil(product - 1e-9 * np.maximum(product, 1.0)).astype(np.int64)
+    return np.clip(k, 1, np.maximum(n, 1))
 
 
 def c_from_svmrank(c_svmrank: float, n_queries: int) -> float:

@@ -314,7 +314,7 @@ def convergence_report(model: RankingModel) -> tuple[str, bool]:
     From the training summary: the solver's message, its stopping measure (gradient ratio,
     gap or relative gap) against the tolerance, and the iteration count.  The warning flag
     is set when the fit did not converge (iteration cap, a failed line search, no step) or
-    converged to all-zero weights.
+    converged to all-zero weights (or, as the solver found, to within its tolerance of them).
     """
     s = model.summary or {}
     if "converged" not in s:
@@ -329,6 +329,11 @@ def convergence_report(model: RankingModel) -> tuple[str, bool]:
         detail = f", final {measure} {float(value):.3g} (tol {model.tol:.3g})"
     what = f"{model.solver} after {s.get('iterations', '?')} iterations: {s.get('message', 'no message')}{detail}"
     if s["converged"]:
+        if s.get("zero_solution"):
+            # the solver's message says why w = 0 is the answer and what to change (TopPush: a
+            # larger top fraction; no C helps)
+            where = "w = 0" if not np.any(model.weights) else "within the tolerance of w = 0"
+            return f"converged to {where}: {what}; every row gets the same score", True
         if not np.any(model.weights):
             # A certified optimum at w = 0 (e.g. TopPush when no direction lifts the positives
             # above every query's top negative) is an honest answer but ranks nothing.

@@ -17,6 +17,7 @@ and legends.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -161,7 +162,7 @@ def plot_metric_vs_c(tune_result: dict | Any, path: str | Path, *, title: str | 
     """
     plt = _pyplot()
     d = tune_result if isinstance(tune_result, dict) else tune_result.to_dict()
-    rows = d["rows"]
+    rows, others = _rows_by_options(d)
     x = np.array([math.log2(r["C"]) for r in rows])
     metric = np.array([r["metric"] for r in rows], dtype=float)
     std = np.array([r.get("metric_std", 0.0) for r in rows], dtype=float)
@@ -180,7 +181,11 @@ def plot_metric_vs_c(tune_result: dict | Any, path: str | Path, *, title: str | 
             ax.plot(x, per_fold[:, i], color="tab:blue", lw=0.8, alpha=0.35,
                     label="single folds" if i == 0 else None)
         ax.fill_between(x, metric - std, metric + std, color="tab:blue", alpha=0.12, label="±1 s.d. over folds")
-    ax.plot(x, metric, marker="o", color="tab:blue", lw=2, label=f"{name} ({how})")
+    best_options = "".join(f", {k}={v:g}" for k, v in d.get("best_options", {}).items())
+    ax.plot(x, metric, marker="o", color="tab:blue", lw=2, label=f"{name} ({how}{best_options})")
+    for group in others:  # the other searched option settings, thin
+        label = ", ".join(f"{k}={v:g}" for k, v in group[0]["options"].items())
+        ax.plot([math.log2(r["C"]) for r in group], [r["metric"] for r in group], lw=1, alpha=0.6, label=label)
     kept = np.array([bool(r.get("kept", False)) for r in rows])
     if kept.any():
         ax.plot(x[kept], metric[kept], marker="o", ms=9, mfc="white", color="tab:blue", ls="none",
@@ -206,6 +211,18 @@ def plot_metric_vs_c(tune_result: dict | Any, path: str | Path, *, title: str | 
     fig.suptitle(title or "Model selection over C", fontsize=14)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _rows_by_options(d: dict) -> tuple[list[dict], list[list[dict]]]:
+    """The rows of the best option setting, and those of every other setting (a tune over solver
+    options, e.g. TopPush's top fraction, has one C path per setting)."""
+    if not d.get("best_options"):
+        return d["rows"], []
+    groups: dict[str, list[dict]] = {}
+    for r in d["rows"]:
+        groups.setdefault(json.dumps(r.get("options", {}), sort_keys=True), []).append(r)
+    best = groups.pop(json.dumps(d["best_options"], sort_keys=True))
+    return best, list(groups.values())
 
 
 # ----------------------------------------------------------------------------- scores by label

@@ -22,11 +22,10 @@ from .standardization import RESCALE_ADVICE, standardized_engine
 
 log = logging.getLogger("sparkrank")
 
-DEFAULT_C = 1.0
-
 
 def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = "tron") -> float:
-    """The LIBLINEAR ``C`` from either ``C`` or BMRM's ``λ`` (exactly one, or neither for the default)."""
+    """The LIBLINEAR ``C`` from either ``C`` or BMRM's ``λ`` (exactly one, or neither for the solver's
+    default: :attr:`~sparkrank.solvers.registry.SolverSpec.default_C`, 1 but for TopPush)."""
     if C is not None and lam is not None:
         raise ValueError("give either C or lambda, not both")
     if lam is not None:
@@ -34,7 +33,7 @@ def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = 
             raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
                              "(see sparkrank.conventions for its own λ)")
         return c_from_lambda(lam, engine.summary.n_pairs)
-    return DEFAULT_C if C is None else float(C)
+    return solver_spec(solver).default_C if C is None else float(C)
 
 
 def make_objective(
@@ -78,8 +77,8 @@ def train(
         cutting planes; ``ncg``: log-sigmoid pairwise likelihood (RankNCG) by nonlinear CG;
         ``toppush``: accuracy at the top (TopPush) by accelerated projected gradient.
     C, lam : float, optional
-        Regularisation, LIBLINEAR ``C`` (default 1) for every solver, or BMRM ``λ`` (RankSVM
-        solvers only); converted with :mod:`sparkrank.conventions`.
+        Regularisation, LIBLINEAR ``C`` (default: the solver's, 1 but for TopPush) for every
+        solver, or BMRM ``λ`` (RankSVM solvers only); converted with :mod:`sparkrank.conventions`.
     tol : float, optional
         Stopping tolerance (default: the solver's). TRON, NCG: relative gradient norm (1e-4;
         in the units-free preconditioned norm unless ``precondition=False``); BMRM: absolute
@@ -112,7 +111,8 @@ def train(
     RankingModel
     """
     spec = solver_spec(solver)
-    options, run_options = spec.split_options(solver_options)  # bad options fail before any engine pass
+    # bad options fail before any engine pass; a recorded option's default is passed (and stored)
+    options, run_options = spec.split_options(spec.with_recorded_defaults(solver_options))
     check_counting_method(counting)
     tol = spec.default_tol if tol is None else check_positive_float(tol, "tol")
     max_iter = spec.default_max_iter if max_iter is None else check_positive_int(max_iter, "max_iter")
@@ -169,6 +169,7 @@ def train(
             "message": result.message,
             "stopping_measure": result.measure,
             "stopping_value": result.measure_value,
+            **({"zero_solution": True} if result.zero_solution else {}),  # a model that ranks nothing
             "max_iter": max_iter,
             "seconds": result.seconds,
             "history": result.history,

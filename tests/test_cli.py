@@ -10,6 +10,7 @@ import pytest
 from conftest import MQ2008, require
 from sparkrank.cli import main
 from sparkrank.model import RankingModel
+from sparkrank.solvers.registry import SOLVERS
 
 
 def test_train_evaluate_predict_convert_roundtrip(tmp_path, capsys):
@@ -68,7 +69,9 @@ def test_ncg_and_toppush_options_reach_the_model(tmp_path, capsys):
     top = tmp_path / "top.json"
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(top), "--solver", "toppush",
                  "--threshold", "2", "--scope", "global"]) == 0
-    assert RankingModel.load(top).options == {"threshold": 2.0, "scope": "global"}
+    # the default top fraction is recorded too (issue 35)
+    assert RankingModel.load(top).options == {"threshold": 2.0, "scope": "global",
+                                              "top_fraction": SOLVERS["toppush"].option("top_fraction").default}
     capsys.readouterr()
     assert main(["evaluate", "--engine", "local", "--model", str(top), "--input", "sample:test", "-q"]) == 0
     metrics = json.loads(capsys.readouterr().out)

@@ -364,9 +364,11 @@ def test_train_registers_toppush_with_options(rng):
     assert spec.default_tol == 1e-3  # a certified relative duality gap
     data = _tiny(rng, n_rows=60)
     model = train(data, solver="toppush", C=1.0, solver_options={"scope": "global", "threshold": 1.0})
-    obj = TopPushObjective(LocalEngine(data), C=1.0, scope="global", threshold=1.0)
+    # the solver's default top fraction (issue 35) is passed to the objective and recorded in the model
+    tau = spec.option("top_fraction").default
+    obj = TopPushObjective(LocalEngine(data), C=1.0, scope="global", threshold=1.0, top_fraction=tau)
     assert model.summary["objective"] == pytest.approx(obj.value(model.weights), rel=1e-12)
-    assert model.options == {"scope": "global", "threshold": 1.0}
+    assert model.options == {"scope": "global", "threshold": 1.0, "top_fraction": tau}
     res = apg(obj, tol=spec.default_tol, max_iter=spec.default_max_iter)
     np.testing.assert_array_equal(model.weights, res.w)
 

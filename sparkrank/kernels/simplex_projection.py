@@ -29,22 +29,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .hinge_root import xorshift
+
 __all__ = ["project_groups", "project_groups_sorted", "project_pair"]
 
 
 @njit(cache=True)
-def _xorshift(s):
-    # a tiny deterministic PRNG for pivot choice: the result does not depend on the pivots
-    # (only the order of the final partial sums does), and a fixed seed keeps every engine
-    # and partitioning bit-identical
-    s ^= (s << np.uint64(13)) & np.uint64(0xFFFFFFFFFFFFFFFF)
-    s ^= s >> np.uint64(7)
-    s ^= (s << np.uint64(17)) & np.uint64(0xFFFFFFFFFFFFFFFF)
-    return s
-
-
-@njit(cache=True)
-def _root_partition(z, is_pos, lo_row, hi_row, bp, kind):
+def root_partition(z, is_pos, lo_row, hi_row, bp, kind):
     """γ for rows ``lo_row:hi_row`` by randomized partition (li2014 Algorithm 2).
 
     ``bp``/``kind`` are work arrays (length ≥ group size): breakpoints and 1 for an α
@@ -71,7 +62,7 @@ def _root_partition(z, is_pos, lo_row, hi_row, bp, kind):
     end = n  # unresolved breakpoints are bp[start:end]
     seed = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(n + 1)
     while end > start:
-        seed = _xorshift(seed)
+        seed = xorshift(seed)
         v = bp[start + np.int64(seed % np.uint64(end - start))]
         # ψ(v) = resolved part + unresolved part (li2014: partial sums, no sort)
         psi = sA - nA * v - sB - nB * v
@@ -121,7 +112,7 @@ def _root_partition(z, is_pos, lo_row, hi_row, bp, kind):
 
 
 @njit(cache=True)
-def _apply(z, is_pos, lo_row, hi_row, gamma, has_active, out):
+def apply_root(z, is_pos, lo_row, hi_row, gamma, has_active, out):
     for r in range(lo_row, hi_row):
         if not has_active:
             out[r] = 0.0
@@ -145,11 +136,11 @@ def _project_groups(z, is_pos, offsets, active, out):
             for r in range(lo_row, hi_row):
                 out[r] = 0.0
             continue
-        gamma, has = _root_partition(z, is_pos, lo_row, hi_row, bp, kind)
-        _apply(z, is_pos, lo_row, hi_row, gamma, has, out)
+        gamma, has = root_partition(z, is_pos, lo_row, hi_row, bp, kind)
+        apply_root(z, is_pos, lo_row, hi_row, gamma, has, out)
 
 
-def _check(z, is_pos, offsets, active):
+def check_groups_input(z, is_pos, offsets, active):
     z = np.ascontiguousarray(z, dtype=np.float64)
     is_pos = np.ascontiguousarray(is_pos, dtype=np.bool_)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -185,7 +176,7 @@ def project_groups(z: np.ndarray, is_pos: np.ndarray, offsets: np.ndarray,
     float64 array (m,)
         The projection (``α`` on positives, ``β`` on negatives).
     """
-    z, is_pos, offsets, active = _check(z, is_pos, offsets, active)
+    z, is_pos, offsets, active = check_groups_input(z, is_pos, offsets, active)
     out = np.empty_like(z)
     _project_groups(z, is_pos, offsets, active, out)
     return out
@@ -208,7 +199,7 @@ def project_groups_sorted(z: np.ndarray, is_pos: np.ndarray, offsets: np.ndarray
     ``ψ`` is evaluated at every sorted breakpoint with cumulative sums; the root lies in the
     first interval where ``ψ`` turns non-positive, on which ``ψ`` is linear.
     """
-    z, is_pos, offsets, active = _check(z, is_pos, offsets, active)
+    z, is_pos, offsets, active = check_groups_input(z, is_pos, offsets, active)
     out = np.zeros_like(z)
     for g in np.flatnonzero(active):
         lo, hi = offsets[g], offsets[g + 1]

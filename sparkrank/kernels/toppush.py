@@ -1,10 +1,15 @@
-"""Score-space kernels of TopPush (li2014; docs/design.md §3.4).
+"""Score-space kernels of TopPush (li2014; docs/design.md §3.4) and its top-k push.
 
 Rows are made bipartite by a label threshold (positive when ``y > threshold``).  The
 ranking unit is a query group (``scope="group"``: each group pushes its positives above
-*its own* highest-scoring negative, and the dual constraint ``Σα = Σβ`` holds per group)
+*its own* highest-scoring negatives, and the dual constraints hold per group)
 or the whole block (``scope="global"``: one ranking; the engine must then run the kernel
 on a single block).  Units without both a positive and a negative are skipped.
+
+Each positive is compared with ``T_k``, the mean of the ``k`` highest negative scores of its
+unit, ``k = ⌈τ·n⁻⌉`` for the top fraction ``τ`` (:func:`sparkrank.conventions.top_k_count`):
+``τ = 0`` (``k = 1``, ``T_1`` the top negative) is li2014's TopPush, bit for bit; the dual
+set becomes ``Ω_k`` (:mod:`sparkrank.kernels.capped_projection`, where it is derived).
 
 The dual variables live here, per row, as kernel *state* kept by the engine beside the
 block (``z`` = ``α`` on positives, ``β`` on negatives; zero on skipped rows), so the
@@ -26,15 +31,15 @@ import numpy as np
 from numba import njit
 
 from ..choices import TOPPUSH_SCOPES as SCOPES, check_choice
-from ..conventions import DEFAULT_POSITIVE_THRESHOLD
+from ..conventions import DEFAULT_POSITIVE_THRESHOLD, top_k_count
 from ..data.groups import QueryGroups
 from .base import KernelResult, ScoreKernel, Statistics
-from .simplex_projection import project_groups
+from .capped_projection import project_top_k_groups
 
 Scope = Literal["group", "global"]
 
 #: Order of :class:`TopPushCountKernel`'s statistics.
-COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks")
+COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks", "top_k_sum")
 #: Order of :class:`TopPushStepKernel`'s statistics.
 STEP_STATS = ("conj_y", "conj_next", "linear", "dist2", "primal_loss_y", "not_at_top_y")
 #: Order of :class:`TopPushPrimalKernel`'s statistics.
@@ -53,16 +58,17 @@ class Bipartite:
     offsets: np.ndarray  # int64 (U+1,): units (groups, or the whole block)
     active: np.ndarray  # bool (U,): unit has a positive and a negative
     row_active: np.ndarray  # bool (m,)
+    k: np.ndarray  # int64 (U,): how many top negatives each positive is compared with
 
     @classmethod
-    def of(cls, groups: QueryGroups, threshold: float, scope: str) -> "Bipartite":
+    def of(cls, groups: QueryGroups, threshold: float, scope: str, top_fraction: float = 0.0) -> "Bipartite":
         is_pos = groups.labels > threshold
         offsets = groups.offsets if scope == "group" else np.array([0, groups.n_rows], dtype=np.int64)
         sizes = np.diff(offsets)
         csum = np.concatenate([[0], np.cumsum(is_pos, dtype=np.int64)])
         n_pos = csum[offsets[1:]] - csum[offsets[:-1]]
         active = (n_pos > 0) & (n_pos < sizes)
-        return cls(is_pos, offsets, active, np.repeat(active, sizes))
+        return cls(is_pos, offsets, active, np.repeat(active, sizes), top_k_count(top_fraction, sizes - n_pos))
 
 
 @njit(cache=True)
@@ -82,19 +88,73 @@ def top_negative(scores, is_pos, offsets, active):
     return top, arg
 
 
-def primal_terms(bp: Bipartite, scores: np.ndarray):
-    """li2014's loss per positive row: ``ℓ(max_j p⁻_j − p_i) = [1 + max_j p⁻_j − p_i]₊²``.
+@njit(cache=True)
+def top_k_negatives(scores, is_pos, offsets, active, k):
+    """Per unit: the highest negative score, ``T_k`` (the mean of the ``k[u]`` highest) and, per
+    row, whether it is one of the ``k`` negatives a subgradient of ``T_k`` puts ``1/k`` on (ties
+    at the k-th score in row order: for ``k = 1`` the first top negative, as :func:`top_negative`).
 
-    Returns ``(hinge, loss, not_at_top, arg)``: the per-row ``[1 + z_i]₊`` (0 off the active
-    positives), its square, the per-row flag "positive not strictly above its top negative"
-    (ties count against the model, :mod:`sparkrank.conventions`) and each unit's top negative row.
+    ``T_k`` is found by selection (``np.partition``), not a sort: with ``v`` the k-th largest
+    negative score, ``T_k = (Σ_{p⁻ > v} p⁻ + (k − #{p⁻ > v})·v)/k`` whatever the ties.
     """
-    top, arg = top_negative(scores, bp.is_pos, bp.offsets, bp.active)
+    U = offsets.shape[0] - 1
+    top = np.full(U, -np.inf)
+    mean = np.full(U, -np.inf)
+    chosen = np.zeros(scores.shape[0], dtype=np.bool_)
+    for u in range(U):
+        if not active[u]:
+            continue
+        lo, hi = offsets[u], offsets[u + 1]
+        arg = -1
+        n = 0
+        for r in range(lo, hi):
+            if not is_pos[r]:
+                n += 1
+                if scores[r] > top[u]:
+                    top[u] = scores[r]
+                    arg = r
+        if k[u] == 1:
+            mean[u] = top[u]
+            if arg >= 0:
+                chosen[arg] = True
+            continue
+        values = np.empty(n)
+        n = 0
+        for r in range(lo, hi):
+            if not is_pos[r]:
+                values[n] = scores[r]
+                n += 1
+        v = np.partition(values, n - k[u])[n - k[u]]
+        above = 0.0
+        quota = k[u]
+        for r in range(lo, hi):
+            if not is_pos[r] and scores[r] > v:
+                above += scores[r]
+                chosen[r] = True
+                quota -= 1
+        mean[u] = (above + quota * v) / k[u]
+        for r in range(lo, hi):
+            if quota > 0 and not is_pos[r] and scores[r] == v:
+                chosen[r] = True
+                quota -= 1
+    return top, mean, chosen
+
+
+def primal_terms(bp: Bipartite, scores: np.ndarray):
+    """The top-k push's loss per positive row: ``ℓ(T_k(p⁻) − p_i) = [1 + T_k − p_i]₊²``
+    (li2014's ``ℓ(max_j p⁻_j − p_i)`` when ``k = 1``).
+
+    Returns ``(hinge, loss, not_at_top, chosen)``: the per-row ``[1 + z_i]₊`` (0 off the active
+    positives), its square, the per-row flag "positive not strictly above its top negative"
+    (ties count against the model, :mod:`sparkrank.conventions`; the metric, whatever ``k``) and
+    the rows of each unit's ``k`` top negatives (:func:`top_k_negatives`).
+    """
+    top, mean, chosen = top_k_negatives(scores, bp.is_pos, bp.offsets, bp.active, bp.k)
     sizes = np.diff(bp.offsets)
-    top_row = np.repeat(top, sizes)
+    mean_row = np.repeat(mean, sizes)
     pos = bp.is_pos & bp.row_active
-    hinge = np.where(pos, np.maximum(1.0 + top_row - scores, 0.0), 0.0)
-    return hinge, hinge * hinge, pos & (scores <= top_row), arg
+    hinge = np.where(pos, np.maximum(1.0 + mean_row - scores, 0.0), 0.0)
+    return hinge, hinge * hinge, pos & (scores <= np.repeat(top, sizes)), chosen
 
 
 class _RankingUnit(ScoreKernel):
@@ -102,6 +162,11 @@ class _RankingUnit(ScoreKernel):
     so an engine must not cut its input at group boundaries (see ``ScoreKernel``)."""
 
     scope: Scope
+    threshold: float
+    top_fraction: float
+
+    def bipartite(self, groups: QueryGroups) -> Bipartite:
+        return Bipartite.of(groups, self.threshold, self.scope, self.top_fraction)
 
     @property
     def spans_groups(self) -> bool:
@@ -111,7 +176,7 @@ class _RankingUnit(ScoreKernel):
 @dataclass(frozen=True)
 class TopPushCountKernel(_RankingUnit):
     """Counts of the bipartite units (:data:`COUNT_STATS`): positives, negatives, units,
-    skipped units, blocks.
+    skipped units, blocks, and the sum of the active units' ``k``.
 
     Positives/negatives are counted in active units only; ``m`` of li2014 is the positives.
     """
@@ -120,37 +185,40 @@ class TopPushCountKernel(_RankingUnit):
 
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
+    top_fraction: float = 0.0
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = Bipartite.of(groups, self.threshold, self.scope)
+        bp = self.bipartite(groups)
         n_pos = np.count_nonzero(bp.is_pos & bp.row_active)
         n_neg = np.count_nonzero(~bp.is_pos & bp.row_active)
         n_units = bp.active.size
         n_skipped = n_units - np.count_nonzero(bp.active)
-        return Statistics(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0]).result()
+        k_sum = float(np.sum(bp.k[bp.active]))
+        return Statistics(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0, k_sum]).result()
 
 
 @dataclass(frozen=True)
 class TopPushPrimalKernel(_RankingUnit):
-    """Primal loss sum ``Σ_i ℓ(max_j p⁻_j − p_i)`` and its gradient coefficients.
+    """Primal loss sum ``Σ_i ℓ(T_k(p⁻) − p_i)`` and its gradient coefficients.
 
     statistics (:data:`PRIMAL_STATS`): ``loss``, ``positives_not_at_top``; coef = ``∂/∂p`` of the
-    summed loss: ``−2[1+z_i]₊`` on positive ``i`` and ``Σ_i 2[1+z_i]₊`` on its unit's top
-    negative (the first one when several tie: a subgradient).
+    summed loss: ``−2[1+z_i]₊`` on positive ``i`` and ``Σ_i 2[1+z_i]₊ / k`` on each of its unit's
+    ``k`` top negatives (ties at the k-th score in row order: a subgradient).
     """
 
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
+    top_fraction: float = 0.0
     statistics = PRIMAL_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = Bipartite.of(groups, self.threshold, self.scope)
-        hinge, loss, not_top, arg = primal_terms(bp, scores)
+        bp = self.bipartite(groups)
+        hinge, loss, not_top, chosen = primal_terms(bp, scores)
         coef = -2.0 * hinge
         unit_of_row = np.repeat(np.arange(bp.active.size), np.diff(bp.offsets))
         per_unit = np.bincount(unit_of_row, weights=2.0 * hinge, minlength=bp.active.size)
-        has = arg >= 0
-        coef[arg[has]] += per_unit[has]
+        rows = np.flatnonzero(chosen)
+        coef[rows] += per_unit[unit_of_row[rows]] / bp.k[unit_of_row[rows]]  # k = 1: li2014's, exactly
         return Statistics.summed(dict(zip(self.statistics, [loss, float(np.count_nonzero(not_top))]))).result(coef)
 
 
@@ -166,7 +234,8 @@ class TopPushStepKernel(_RankingUnit):
     With kept state ``(x_k, x_{k−1})`` (zeros when ``state`` is None) the search point is
     ``y = x_k + η (x_k − x_{k−1})``; given ``p = X w(y)`` the dual gradient is
     ``∇_α F = p⁺ + α/2 − 1`` and ``∇_β F = −p⁻`` (li2014 dual), and the step is
-    ``x₊ = Π_Ω(y − step·∇F(y))`` per unit (:func:`project_groups`).
+    ``x₊ = Π_{Ω_k}(y − step·∇F(y))`` per unit (:func:`project_top_k_groups`; li2014's
+    projection where ``k = 1``).
 
     Returns state ``(x₊, x_k)``, coef = ``α₊`` on positives and ``−β₊`` on negatives (so
     ``Xᵀc/(λm) = w(x₊)``), and stats (:data:`STEP_STATS`): ``Σℓ*(α_y)``, ``Σℓ*(α₊)``,
@@ -178,10 +247,11 @@ class TopPushStepKernel(_RankingUnit):
     step: float
     threshold: float = DEFAULT_POSITIVE_THRESHOLD
     scope: Scope = "group"
+    top_fraction: float = 0.0
     statistics = STEP_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = Bipartite.of(groups, self.threshold, self.scope)
+        bp = self.bipartite(groups)
         m = groups.n_rows
         if state is None:
             x = x_prev = np.zeros(m)
@@ -191,7 +261,7 @@ class TopPushStepKernel(_RankingUnit):
         pos = bp.is_pos
         grad = np.where(pos, scores + 0.5 * y - 1.0, -scores)
         grad[~bp.row_active] = 0.0
-        x_next = project_groups(y - self.step * grad, pos, bp.offsets, bp.active)
+        x_next = project_top_k_groups(y - self.step * grad, pos, bp.offsets, bp.k, bp.active)
         d = x_next - y
         _, loss, not_top, _ = primal_terms(bp, scores)
         stats = Statistics.summed(dict(zip(self.statistics, [

@@ -1,15 +1,32 @@
-"""TopPush (li2014): push every positive above the highest-scoring negative, in linear time.
+"""TopPush (li2014) and its top-k push: push every positive above the top negatives, in linear time.
 
-Primal (li2014 eq. (6), docs/design.md §3.4), over the ``m`` positives of units that have both
-classes::
+Primal (li2014 eq. (6) with ``max_j`` replaced by ``T_k``, docs/design.md §3.4), over the
+``m`` positives of units that have both classes::
 
-    P(w) = (λ/2)‖w‖² + (1/m) Σ_i ℓ(max_j w·x⁻_j − w·x⁺_i),   ℓ(z) = [1 + z]₊²
+    P(w) = (λ/2)‖w‖² + (1/m) Σ_i ℓ(T_k(X⁻w) − w·x⁺_i),   ℓ(z) = [1 + z]₊²
 
-Dual (li2014 eq. (7), Theorem 1)::
+``T_k`` is the mean of the unit's ``k = ⌈τ·n⁻⌉`` highest negative scores (the top fraction
+``τ``; ``τ = 0``: ``k = 1``, ``T_1 = max_j``, li2014's TopPush exactly).  ``T_k`` is convex (a max
+of linear functions over the capped simplex), so ``P`` is.
+
+Dual (li2014 eq. (7), Theorem 1; only the set changes with k)::
 
     F(α, β) = (1/(2λm)) ‖X⁺ᵀα − X⁻ᵀβ‖² + Σ_i ℓ*(α_i),   ℓ*(a) = a²/4 − a,
-    over Ω = {α ≥ 0, β ≥ 0, Σα = Σβ}   (per unit),
+    over Ω_k = {α ≥ 0, 0 ≤ β_j ≤ Σα/k, Σα = Σβ}   (per unit; Ω_1 = li2014's Ω),
     w = (X⁺ᵀα − X⁻ᵀβ)/(λm),   ∇_α F = X⁺w + α/2 − 1,   ∇_β F = −X⁻w.
+
+(:mod:`sparkrank.kernels.capped_projection` derives ``Ω_k`` and projects onto it.)
+
+When w = 0 is the answer
+------------------------
+``P(0) = 1`` (every hinge is 1) and the regulariser is flat at 0, so the directional
+derivative of ``P`` at 0 along ``v`` is ``2·mean_i(T_k(X⁻v) − v·x⁺_i)``, whatever ``C``.
+``w = 0`` is the minimiser exactly when no direction makes the positives' mean margin over their
+unit's top-k negative mean positive; with ``k = 1`` one outlying negative per unit suffices, which
+is common on noisy data.  A larger ``τ`` lowers ``T_k`` towards the negatives' mean (``k = n⁻``
+pushes the positives above the mean negative, which only fails when the class means coincide):
+:meth:`TopPushObjective.zero_solution_message` says so when a fit ends at (or within the
+tolerance of) ``w = 0``.
 
 Strong duality gives ``min P = −min F / m``; for any primal ``w`` and feasible dual
 ``(α, β)``, ``P(w) + F(α, β)/m ≥ 0`` is a duality gap.  In terms of ``w`` the quadratic
@@ -39,6 +56,17 @@ from ..kernels.toppush import (
 from .base import RegularizedRisk
 
 log = logging.getLogger("sparkrank.toppush")
+
+#: The solver's default top fraction τ and C (``train``, the CLI, ``LinearRanker``; the objective's own
+#: τ stays 0), chosen on validation splits (``bench/toppush.py``, README "TopPush"): on MQ2008 Fold1
+#: τ ≤ 0.1 still gives w = 0 (its queries have ~15 negatives: k = 1 or 2) and τ = 0.3 had the most
+#: positives at the top of vali.txt at every C tried (1/16, 1/4, 1); on the two global rankings
+#: τ from 0.05 to 1 were within the metric's noise of each other.  C = 1/16 was as good as 1/4 and 1
+#: and certifies its optimum in 2-4x fewer iterations (cadata at τ ≤ 0.2, C = 1 did not within 5000).
+DEFAULT_TOP_FRACTION = 0.3
+DEFAULT_TOPPUSH_C = 0.0625
+#: The top fractions ``tune`` tries with every C when none is given.
+TOP_FRACTION_TUNE_VALUES = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 
 @dataclass
@@ -108,27 +136,34 @@ class TopPushObjective(RegularizedRisk):
     threshold : float
         Rows with ``label > threshold`` are positives.
     scope : {"group", "global"}
-        ``group``: each query group pushes its positives above its own top negative
+        ``group``: each query group pushes its positives above its own top negatives
         (one dual constraint per group); ``global``: one ranking over all rows (needs an
         engine that runs the kernel on one block: :class:`~sparkrank.engines.local.LocalEngine`
         or a driver-placement Spark engine).
+    top_fraction : float
+        ``τ`` in ``[0, 1]``: compare each positive with the mean of its unit's ``⌈τ·n⁻⌉``
+        highest negative scores; 0 (the default here) is li2014's TopPush, ``k = 1``.
     """
 
     lambda_form = TOPPUSH_LAMBDA
     progress_stat = "positives_not_at_top"
 
     def __init__(self, engine: Engine, C: float = 1.0, *,
-                 threshold: float = DEFAULT_POSITIVE_THRESHOLD, scope: str = "group"):
+                 threshold: float = DEFAULT_POSITIVE_THRESHOLD, scope: str = "group", top_fraction: float = 0.0):
         self.threshold = float(threshold)
         if not np.isfinite(self.threshold):
             raise ValueError(f"threshold must be finite, got {threshold!r}")
         self.scope = check_scope(scope)
-        count_kernel = TopPushCountKernel(self.threshold, self.scope)
+        self.top_fraction = float(top_fraction)
+        if not 0.0 <= self.top_fraction <= 1.0:
+            raise ValueError(f"top_fraction must be in [0, 1], got {top_fraction!r}")
+        count_kernel = TopPushCountKernel(self.threshold, self.scope, self.top_fraction)
         counts = count_kernel.named(engine.run(np.zeros(engine.summary.n_features), count_kernel).stats)
         self.n_positives = int(round(counts["n_positives"]))
         self.n_negatives = int(round(counts["n_negatives"]))
         self.n_units = int(round(counts["n_units"]))
         self.n_units_skipped = int(round(counts["n_units_skipped"]))
+        self.top_k_sum = int(round(counts["top_k_sum"]))
         if self.scope == "global" and int(round(counts["n_blocks"])) > 1:
             raise ValueError(
                 f"scope='global' ranks all rows at once, but the engine runs kernels on "
@@ -141,7 +176,7 @@ class TopPushObjective(RegularizedRisk):
         if self.n_units_skipped:
             log.info("TopPush: %d of %d %s skipped (no positive or no negative at threshold %g)",
                      self.n_units_skipped, self.n_units, self._unit_name, self.threshold)
-        self.kernel = TopPushPrimalKernel(self.threshold, self.scope)
+        self.kernel = TopPushPrimalKernel(self.threshold, self.scope, self.top_fraction)
         # the primal in li2014's λ form: (λ/2)‖w‖² + (1/m) Σ_i ℓ
         self._setup(engine, count=self.n_positives, C=C, form="lambda")
         self.lam_m = self.lam * self.n_positives  # = 1/C
@@ -170,7 +205,7 @@ class TopPushObjective(RegularizedRisk):
     def projected_step(self, current: DualIterate, eta: float, L: float) -> ProjectedStep:
         """One engine pass: ``x₊ = Π_Ω(y − ∇F(y)/L)`` with ``y = x_k + η(x_k − x_{k−1})``."""
         w_y = current.w + eta * (current.w - current.w_prev) if eta else current.w
-        kernel = TopPushStepKernel(float(eta), 1.0 / float(L), self.threshold, self.scope)
+        kernel = TopPushStepKernel(float(eta), 1.0 / float(L), self.threshold, self.scope, self.top_fraction)
         r = self.engine.run(w_y, kernel, state=current.state, keep_state=True)
         s = kernel.named(r.stats)
         w_next = r.gradient / self.lam_m  # w(x₊) = Xᵀc/(λm)
@@ -185,8 +220,39 @@ class TopPushObjective(RegularizedRisk):
             self.engine.release(point.state)
             point.state = None
 
+    def value_at_zero(self) -> float:
+        """``P(0) = 1``: every active positive's hinge is ``[1 + 0 − 0]₊ = 1``."""
+        return 1.0
+
+    def zero_solution_message(self, certified: bool, bound: float) -> str:
+        """Why the fit ended at ``w = 0`` and what to change (module docstring).
+
+        ``certified``: the duality gap shows that no ``w`` beats ``P(0) = 1`` by more than the
+        tolerance; otherwise the solver stopped with no iterate better than ``w = 0`` and
+        ``bound``, its certified lower bound on ``min P``, is all that is known.
+        """
+        n_active = self.n_units - self.n_units_skipped
+        unit = "their query group" if self.scope == "group" else "the global ranking"
+        if self.top_k_sum == n_active:
+            against = f"the top negative of {unit} (k = 1)"
+        else:
+            k = f", {self.top_k_sum / n_active:.3g} on average" if self.scope == "group" else f" = {self.top_k_sum}"
+            against = f"the mean of the top k negatives of {unit} (k = ⌈{self.top_fraction:g}·n⁻⌉{k})"
+        advice = ("the largest top fraction, 1, already compares with the mean negative: the classes' mean "
+                  "features do not separate" if self.top_fraction >= 1.0 else
+                  "use a larger top fraction (--top-fraction, solver option top_fraction; e.g. "
+                  f"{min(1.0, max(0.05, 2 * self.top_fraction)):g}), which averages over more negatives")
+        why = (f"the positives' mean margin over {against} does not improve in any direction, so no C "
+               f"helps; {advice}")
+        if certified:
+            return f"w = 0 is optimal to the tolerance: {why}"
+        return (f"no iterate improved on w = 0, whose objective is 1; the optimum is at least {bound:.3g}, so either "
+                "a better w exists and the solver needs more iterations (a larger --max-iter, or a smaller C, "
+                f"at which it converges faster), or w = 0 is optimal because {why}")
+
     def facts(self) -> dict:
         """Sizes of the bipartite problem (for models and logs)."""
         return {"n_positives": self.n_positives, "n_negatives": self.n_negatives,
-                "scope": self.scope, "threshold": self.threshold,
+                "scope": self.scope, "threshold": self.threshold, "top_fraction": self.top_fraction,
+                "top_k_mean": self.top_k_sum / max(1, self.n_units - self.n_units_skipped),
                 "n_units": self.n_units, "n_units_skipped": self.n_units_skipped}

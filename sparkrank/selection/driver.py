@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import time
@@ -19,7 +20,7 @@ from ..evaluation.kernel import MetricsKernel
 from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
 from ..numerics.vectors import fit_length
-from ..solvers.registry import solver_spec
+from ..solvers.registry import SolverSpec, solver_spec
 from ..training import train
 from .folds import KFold, OpenedEngine, as_source
 from .grid import DEFAULT_METRIC, check_c_grid
@@ -40,6 +41,7 @@ def tune(
     counting: str = DEFAULT_COUNTING,
     max_iter: int | None = None,
     solver_options: dict | None = None,
+    option_grid: dict[str, Sequence] | None = None,
     cold_start: bool = False,
     refit: bool = True,
     seed: int = 0,
@@ -52,7 +54,8 @@ def tune(
     resume: bool = False,
     names: tuple[str, str] = ("the training data", "the validation data"),
 ) -> TuneResult:
-    """Pick ``C`` by validation-set or group-wise k-fold scores, warm-starting along the grid.
+    """Pick ``C`` (and solver options) by validation-set or group-wise k-fold scores,
+    warm-starting along the C grid.
 
     Parameters
     ----------
@@ -72,6 +75,11 @@ def tune(
         or ``precision@K`` in either spelling of :mod:`sparkrank.evaluation.names`; higher is better.
     tol, counting, max_iter, solver_options :
         As in :func:`sparkrank.training.train`.
+    option_grid : dict, optional
+        Solver options to search together with ``C``: ``{name: values}``; every combination is
+        trained along the whole C grid and the best (combination, C) wins.  By default the
+        options the solver's registry entry gives ``tune_values`` and ``solver_options`` leaves
+        open (TopPush's ``top_fraction``); ``{}`` searches C only.
     cold_start : bool
         Train every ``C`` from zero instead of from the previous ``C``'s solution.
     refit : bool
@@ -100,9 +108,12 @@ def tune(
     Returns
     -------
     TuneResult
+        Its rows run over the option combinations (outer) and C (inner); ties go to the first
+        such row (the smallest C of the first combination).
     """
     spec = solver_spec(solver)  # fails early on an unknown solver
     spec.check_options(solver_options)  # and on a bad option, before any engine pass
+    combos = option_combinations(spec, solver_options, option_grid)
     # a solver whose start is fixed (TopPush's APG starts at the dual origin) declares
     # ``warm_start=False`` in the registry; it is then trained from zero at every C
     if not spec.warm_start:
@@ -118,6 +129,10 @@ def tune(
     kernel = MetricsKernel(ks, discount, zero_idcg, counting)
     common = dict(train_options or {}, solver=solver, tol=tol, counting=counting, max_iter=max_iter,
                   solver_options=solver_options)
+
+    def common_for(combo: dict) -> dict:
+        return dict(common, solver_options={**(solver_options or {}), **combo}) if combo else common
+
     checkpoints = None
     if checkpoint_dir is not None:
         from ..tune_checkpoints import TuneCheckpoints
@@ -126,38 +141,50 @@ def tune(
                         tol=tol, counting=counting, max_iter=max_iter, solver_options=solver_options or {},
                         cold_start=cold_start, refit=refit, discount=discount, zero_idcg=zero_idcg,
                         train_options=train_options or {})
+        if combos != [{}]:
+            settings["option_combinations"] = combos
         checkpoints = TuneCheckpoints(checkpoint_dir, checkpoint_interval, resume, settings)
     elif resume:
         raise ValueError("--resume needs --checkpoint-dir")
     t0 = time.perf_counter()
-    log.info("tuning %s over %d values of C (%g .. %g) by %s, %s%s", solver, len(grid), grid[0], grid[-1],
+    log.info("tuning %s over %d values of C (%g .. %g)%s by %s, %s%s", solver, len(grid), grid[0], grid[-1],
+             f" x {len(combos)} option settings ({describe_combinations(combos)})" if combos != [{}] else "",
              metric, "a validation set" if valid is not None else f"group-wise {folds}-fold",
              ", cold starts" if cold_start else ", warm starts")
 
-    models: dict[float, list[RankingModel]] = {C: [] for C in grid} if keep_models else {}
+    # per (option combination, C): the models when kept, the fold solutions' sum (k-fold refit)
+    models: dict[Any, list[RankingModel]] = {}
     best_seen: dict[str, Any] = {"metric": -math.inf, "model": None}  # validation mode
-    fold_sum: dict[int, np.ndarray] = {}  # k-fold: per C, the sum of the fold solutions
+    fold_sum: dict[tuple[int, int], np.ndarray] = {}
 
-    def sink(j: int, model: RankingModel, metrics: dict) -> None:
-        if keep_models:
-            models[grid[j]].append(model)
-        if valid is not None and metrics[metric] > best_seen["metric"]:  # strict: smallest C on ties
-            best_seen.update(metric=metrics[metric], model=model)
-        if valid is None and refit and not cold_start:
-            prev = fold_sum.get(j, np.zeros(0))
-            w = model.weights
-            n = max(prev.shape[0], w.shape[0])  # (k-fold parts are as wide as all rows: n is w's)
-            fold_sum[j] = fit_length(prev, n) + fit_length(w, n)
+    def sink_for(ci: int):
+        def sink(j: int, model: RankingModel, metrics: dict) -> None:
+            if keep_models:
+                key = grid[j] if combos == [{}] else (grid[j], tuple(sorted(combos[ci].items())))
+                models.setdefault(key, []).append(model)
+            if valid is not None and metrics[metric] > best_seen["metric"]:  # strict: first row on ties
+                best_seen.update(metric=metrics[metric], model=model)
+            if valid is None and refit and not cold_start:
+                prev = fold_sum.get((ci, j), np.zeros(0))
+                w = model.weights
+                n = max(prev.shape[0], w.shape[0])  # (k-fold parts are as wide as all rows: n is w's)
+                fold_sum[(ci, j)] = fit_length(prev, n) + fit_length(w, n)
+        return sink
 
     # k-fold parts are as wide as all rows, on every engine (data/folds.take_groups, fold views);
     # a validation set has its own width and may be narrower than the training rows, not wider
     # (evaluate refuses such data for the model); weights are padded to the held-out width
     with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
+        # paths[ci]: per fold (one with a validation set) the per-C results of option combination ci;
+        # checkpoint path ci·k + fold
+        paths: list[list[list[dict]]] = [[] for _ in combos]
         if valid is not None:
             with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
                 check_valid_width(tr, va, names)
-                paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
-                               checkpoints and checkpoints.path(0, tr, va))]
+                for ci, combo in enumerate(combos):
+                    paths[ci].append(_path(tr, va, grid, kernel, metric, cold_start, common_for(combo),
+                                           _combo_label(combo), sink_for(ci),
+                                           checkpoints and checkpoints.path(ci, tr, va)))
                 held_out = [_sizes(va)]
             mode, k = "validation", 1
         else:
@@ -166,17 +193,23 @@ def tune(
                 raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
                                 "(an engine cannot be split into folds)")
             kfold = stack.enter_context(KFold(train_data, k, seed))
-            paths, held_out = [], []
+            held_out = []
             for i in range(k):
                 with kfold.part(i) as (tr, va):
-                    paths.append(_path(tr, va, grid, kernel, metric, cold_start, common, f"fold {i + 1}/{k} ", sink,
-                                       checkpoints and checkpoints.path(i, tr, va)))
+                    for ci, combo in enumerate(combos):
+                        paths[ci].append(_path(tr, va, grid, kernel, metric, cold_start, common_for(combo),
+                                               f"fold {i + 1}/{k} {_combo_label(combo)}", sink_for(ci),
+                                               checkpoints and checkpoints.path(ci * k + i, tr, va)))
                     held_out.append(_sizes(va))
             mode = "kfold"
 
-        rows = [combine_folds(C, [p[j] for p in paths], metric) for j, C in enumerate(grid)]
-        for j, row in enumerate(rows):
-            row.warm = j > 0 and not cold_start
+        rows = []
+        for ci, combo in enumerate(combos):
+            for j, C in enumerate(grid):
+                row = combine_folds(C, [p[j] for p in paths[ci]], metric)
+                row.warm = j > 0 and not cold_start
+                row.options = dict(combo)
+                rows.append(row)
         scored = [r for r in rows if not math.isnan(r.metric)]
         if not scored:
             raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
@@ -187,27 +220,62 @@ def tune(
         if mode == "validation":
             model = best_seen["model"]
         elif refit:
-            log.info("refitting %s at the best C=%g on all training data", solver, best.C)
+            log.info("refitting %s at the best C=%g%s on all training data", solver, best.C,
+                     f", {describe_combinations([best.options])}" if best.options else "")
             tr = kfold.whole()  # on Spark the engine the folds were views of: no second read
             # the mean fold solution is a close start: every fold saw most of the data
-            w_sum = fold_sum.get(grid.index(best.C))
+            w_sum = fold_sum.get((combos.index(best.options), grid.index(best.C)))
             w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
+            best_common = common_for(best.options)
             if checkpoints is None or not spec.warm_start:
-                model = train(tr, C=best.C, w0=w0, **common)
+                model = train(tr, C=best.C, w0=w0, **best_common)
             else:
-                start = checkpoints.refit(tr, _fit_settings(best.C, common), w0)
+                start = checkpoints.refit(tr, _fit_settings(best.C, best_common), w0)
                 model = train(tr, C=best.C, w0=start.w0, callback=start.callback, resume=start.solver_state,
-                              **common)
+                              **best_common)
     result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
-                        time.perf_counter() - t0, seed, held_out)
-    log.info("best C=%g (log2 %.2f): validation %s %.5f; %d solver iterations in all, %.1fs",
-             best.C, math.log2(best.C), metric, best.metric, result.total_iterations, result.seconds)
+                        time.perf_counter() - t0, seed, held_out, dict(best.options))
+    log.info("best C=%g (log2 %.2f)%s: validation %s %.5f; %d solver iterations in all, %.1fs",
+             best.C, math.log2(best.C), f", {describe_combinations([best.options])}" if best.options else "",
+             metric, best.metric, result.total_iterations, result.seconds)
     kept = [r.C for r in rows if r.kept]
     if kept:
         log.warning("%d of %d values of C (from %g) kept the previous C's solution: it already met the "
                     "solver's relative stopping rule; a smaller tol (e.g. 1e-5) gives a finer metric-vs-C curve",
                     len(kept), len(rows), kept[0])
     return result
+
+
+def option_combinations(spec: SolverSpec, solver_options: dict | None,
+                        option_grid: dict[str, Sequence] | None) -> list[dict]:
+    """Every combination of the searched options' values (``[{}]`` when none is searched).
+
+    ``option_grid`` by default: the registry's ``tune_values`` of the options ``solver_options``
+    leaves open (:meth:`~sparkrank.solvers.registry.SolverSpec.tuned_options`).  Each value is
+    checked as a solver option; an option both fixed and searched is a ``ValueError``.
+    """
+    grid = spec.tuned_options(solver_options) if option_grid is None else dict(option_grid)
+    for name, values in grid.items():
+        if name in (solver_options or {}):
+            raise ValueError(f"option {name!r} is both given ({solver_options[name]!r}) and searched; give one")
+        if isinstance(values, (str, bytes)) or not len(values):
+            raise ValueError(f"the values of option {name!r} to search must be a non-empty list, got {values!r}")
+        grid[name] = tuple(spec.check_options({name: v})[name] for v in values)
+    names = list(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*grid.values())]
+
+
+def describe_combinations(combos: list[dict]) -> str:
+    """``"top_fraction in 0.05, 0.1"`` (the values each option takes over ``combos``)."""
+    def values(name: str) -> str:
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in dict.fromkeys(c[name] for c in combos))
+
+    return "; ".join(f"{name} in {values(name)}" for name in (combos[0] if combos else {}))
+
+
+def _combo_label(combo: dict) -> str:
+    return "".join(f"{name}={value:g} " if isinstance(value, float) else f"{name}={value} "
+                   for name, value in combo.items())
 
 
 def check_valid_width(tr: Engine, va: Engine, names: tuple[str, str]) -> None:

@@ -38,6 +38,8 @@ class TuneRow:
         Every validation metric the kernel computed (means over folds).
     warm : bool
         Trained from the previous ``C``'s solution (see :attr:`kept`).
+    options : dict
+        The searched solver options of this row (``tune``'s option grid; empty when only C is searched).
     """
 
     C: float
@@ -51,6 +53,7 @@ class TuneRow:
     fold_iterations: list[int] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     warm: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def kept(self) -> bool:
@@ -70,18 +73,21 @@ class TuneResult:
         ``k`` (1 with a validation set).
     cold_start : bool
     rows : list of TuneRow
-        One per ``C``, ascending.
+        One per ``C``, ascending (per option combination, one combination after the other).
     best_C : float
         The ``C`` with the highest metric (the smallest such ``C`` on ties: the most
         regularised model).
     model : RankingModel or None
-        Trained at ``best_C`` on all training data (refit after k-fold).
+        Trained at ``best_C`` (and ``best_options``) on all training data (refit after k-fold).
     models : dict
-        ``C -> [model per fold]`` when ``keep_models`` was set (not serialised).
+        ``C -> [model per fold]`` when ``keep_models`` was set (not serialised); with searched
+        options the key is ``(C, ((option, value), ...))``.
     seconds : float
         Wall time of the whole search.
     held_out : list of dict
         Rows, groups and pairs of the held-out data of each fold (or the validation set).
+    best_options : dict
+        The searched solver options of the best row (empty when only C was searched).
     """
 
     solver: str
@@ -96,10 +102,16 @@ class TuneResult:
     seconds: float = 0.0
     seed: int = 0
     held_out: list[dict] = field(default_factory=list)
+    best_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def best_row(self) -> TuneRow:
-        return next(r for r in self.rows if r.C == self.best_C)
+        return next(r for r in self.rows if r.C == self.best_C and r.options == self.best_options)
+
+    @property
+    def option_names(self) -> list[str]:
+        """The searched solver options (columns of :meth:`table`)."""
+        return list(self.rows[0].options) if self.rows else []
 
     @property
     def total_iterations(self) -> int:
@@ -117,7 +129,7 @@ class TuneResult:
             "folds": self.folds,
             "seed": self.seed,
             "cold_start": self.cold_start,
-            "grid": [r.C for r in self.rows],
+            "grid": list(dict.fromkeys(r.C for r in self.rows)),
             "rows": [row_dict(r) for r in self.rows],
             "best_C": self.best_C,
             "best_log2_C": math.log2(self.best_C),
@@ -126,11 +138,15 @@ class TuneResult:
             "seconds": self.seconds,
             "held_out": self.held_out,
         }
+        if self.option_names:
+            d["option_grid"] = {n: list(dict.fromkeys(r.options[n] for r in self.rows)) for n in self.option_names}
+            d["best_options"] = self.best_options
         if self.model is not None:
             s = self.model.summary
             d["best_model"] = {"C": self.model.C, "lam": self.model.lam, "iterations": s.get("iterations"),
                                "objective": s.get("objective"), "seconds": s.get("seconds"),
-                               "converged": s.get("converged")}
+                               "converged": s.get("converged"),
+                               **({"options": self.model.options} if self.model.options else {})}
         return json.loads(json.dumps(d, default=json_default))
 
     def save(self, path: str | Path) -> None:
@@ -140,19 +156,29 @@ class TuneResult:
         filesystem(str(path)).write_text(str(path), json.dumps(self.to_dict(), indent=1))
 
     def table(self) -> str:
-        """A fixed-width text table: C, log2 C, iterations, seconds, objective, metric."""
-        head = f"{'C':>12} {'log2C':>6} {'iter':>6} {'seconds':>8} {'objective':>13} {self.metric:>18}"
+        """A fixed-width text table: C, log2 C, the searched options, iterations, seconds, objective, metric."""
+        names = self.option_names
+        width = {n: max(12, len(n)) for n in names}
+        head = (f"{'C':>12} {'log2C':>6} " + "".join(f"{n:>{width[n]}} " for n in names)
+                + f"{'iter':>6} {'seconds':>8} {'objective':>13} {self.metric:>18}")
         lines = [head, "-" * len(head)]
+        best = self.best_row
         for r in self.rows:
             metric = f"{r.metric:.5f}" + (f" ±{r.metric_std:.4f}" if self.folds > 1 else "")
-            mark = ("  <- best" if r.C == self.best_C else "") + ("  (kept)" if r.kept else "")
-            lines.append(f"{r.C:>12.6g} {math.log2(r.C):>6.2f} {r.iterations:>6d} {r.seconds:>8.2f} "
+            mark = ("  <- best" if r is best else "") + ("  (kept)" if r.kept else "")
+            options = "".join(f"{_cell(r.options[n]):>{width[n]}} " for n in names)
+            lines.append(f"{r.C:>12.6g} {math.log2(r.C):>6.2f} {options}{r.iterations:>6d} {r.seconds:>8.2f} "
                          f"{r.objective:>13.6e} {metric:>18}{mark}")
         return "\n".join(lines)
 
 
+def _cell(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def row_dict(r: TuneRow) -> dict[str, Any]:
-    return {"C": r.C, "log2_C": math.log2(r.C), "iterations": r.iterations, "seconds": r.seconds,
+    return {"C": r.C, "log2_C": math.log2(r.C), **({"options": r.options} if r.options else {}),
+            "iterations": r.iterations, "seconds": r.seconds,
             "objective": r.objective, "metric": r.metric, "metric_std": r.metric_std, "converged": r.converged,
             "fold_metrics": r.fold_metrics, "fold_iterations": r.fold_iterations, "metrics": r.metrics,
             "kept": r.kept}

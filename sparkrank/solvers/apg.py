@@ -23,6 +23,11 @@ the highest bound, ``P_best − min P ≤ P_best − D_best``; the solver stops 
 relative change of ``F`` below 1e-4, certifies nothing: on a9a (λ = 1) it stopped at a
 primal 5% above the optimum.  The returned model is the better of ``w(x_k)`` (one extra
 pass) and the best search point, so the reported gap bounds its suboptimality.
+
+A model at ``w = 0`` ranks nothing.  When the returned ``w`` is 0, or the certified bound shows
+that no ``w`` improves on ``P(0)`` by more than the tolerance, the result says so
+(``zero_solution``) and its message adds the objective's explanation
+(``zero_solution_message``: for TopPush, why and which option to change).
 """
 
 from __future__ import annotations
@@ -60,6 +65,10 @@ class ProjectedGradientProblem(Protocol):
     def primal_bound(self, dual_value: float) -> float: ...
 
     def value(self, w: np.ndarray) -> float: ...
+
+    def value_at_zero(self) -> float: ...
+
+    def zero_solution_message(self, certified: bool, bound: float) -> str: ...
 
 
 def relative_gap(primal: float, dual_bound: float) -> float:
@@ -182,5 +191,11 @@ def apg(
     rel_gap = relative_gap(primal, best_bound)
     if not math.isfinite(primal):
         raise NonFiniteError(f"the primal objective of the final model is {primal!r}")
+    # w = 0 certified optimal to the tolerance (no w beats P(0) by more), or simply returned
+    certified = best_bound >= objective.value_at_zero() * (1.0 - tol)
+    zero = certified or not np.any(w)
+    if zero:
+        message = f"{message}; {objective.zero_solution_message(certified, best_bound)}"
+        log.warning("%s", message)
     return SolverResult(w, primal, it, converged, report.history.records, time.perf_counter() - t0, message,
-                        "relative gap", rel_gap)
+                        "relative gap", rel_gap, zero)

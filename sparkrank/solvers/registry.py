@@ -26,13 +26,17 @@ from ..kernels.ranknet import DEFAULT_EPSILON
 from ..objectives.base import Objective
 from ..objectives.ranknet import RankNetObjective
 from ..objectives.ranksvm import HingeRisk, SquaredHingeObjective
-from ..objectives.toppush import TopPushObjective
+from ..objectives.toppush import DEFAULT_TOP_FRACTION, DEFAULT_TOPPUSH_C, TOP_FRACTION_TUNE_VALUES, TopPushObjective
 from .apg import apg
 from .bmrm import bmrm
 from .bundle import DEFAULT_INACTIVE_LIMIT
 from .ncg import ncg
 from .result import SolverResult
 from .tron import tron
+
+
+#: LIBLINEAR's default C, every solver's unless its entry says otherwise (``SolverSpec.default_C``).
+DEFAULT_C = 1.0
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,16 @@ class Option:
     choices : tuple of str, optional
         Allowed values of a ``str`` option.
     low, high : float, optional
-        Open (``low < v``, ``v < high``) or, with ``closed_low``, half-open bounds of a number.
+        Open (``low < v``, ``v < high``) or, with ``closed_low`` / ``closed_high``, closed bounds of a number.
     target : {"objective", "optimiser", "both"}
         Who receives it: the objective's constructor, the optimiser's keyword arguments, or both.
+    recorded : bool
+        :func:`~sparkrank.training.train` passes the default when the option is not given, and the
+        model records it: for a default that differs from the objective's own (TopPush's top
+        fraction: the objective's 0 is li2014's, the solver's default is measured), so a model
+        file always says which value trained it (a file without it predates the option).
+    tune_values : tuple of float, optional
+        The values ``tune`` tries, each with every C, when the option is not given.
     """
 
     name: str
@@ -66,6 +77,9 @@ class Option:
     high: float | None = None
     closed_low: bool = False
     target: Literal["objective", "optimiser", "both"] = "objective"
+    closed_high: bool = False
+    recorded: bool = False
+    tune_values: tuple[Any, ...] | None = None
 
     def allowed(self) -> str:
         """What values are allowed, in words (for error messages and ``--help``)."""
@@ -75,7 +89,8 @@ class Option:
             return "true or false"
         kind = "an integer" if self.type is int else "a finite number"
         if self.low is not None and self.high is not None:
-            return f"{kind} in {'[' if self.closed_low else '('}{self.low:g}, {self.high:g})"
+            left, right = "[" if self.closed_low else "(", "]" if self.closed_high else ")"
+            return f"{kind} in {left}{self.low:g}, {self.high:g}{right}"
         if self.low is not None:
             return f"{kind} {'>=' if self.closed_low else '>'} {self.low:g}"
         return kind
@@ -100,7 +115,7 @@ class Option:
             raise bad
         if self.low is not None and not (number >= self.low if self.closed_low else number > self.low):
             raise bad
-        if self.high is not None and not number < self.high:
+        if self.high is not None and not (number <= self.high if self.closed_high else number < self.high):
             raise bad
         return number
 
@@ -140,6 +155,8 @@ class SolverSpec:
         Whether the objective counts support pairs (takes the ``counting`` method).
     resumes : bool
         Whether ``run`` takes ``resume=`` (its state in checkpoints continues bit for bit).
+    default_C : float
+        ``C`` when neither ``C`` nor ``λ`` is given (LIBLINEAR's 1, unless measurements chose another).
     """
 
     name: str
@@ -155,6 +172,7 @@ class SolverSpec:
     warm_start: bool = True
     counts_pairs: bool = False
     resumes: bool = True
+    default_C: float = DEFAULT_C
     _by_name: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -173,6 +191,15 @@ class SolverSpec:
                 raise ValueError(f"solver {self.name!r} has no option {name!r}; its options: {allowed}")
             checked[name] = option.check(self.name, value)
         return checked
+
+    def with_recorded_defaults(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        """``options`` plus the default of every :attr:`Option.recorded` option not given."""
+        return {**{o.name: o.default for o in self.options if o.recorded}, **(options or {})}
+
+    def tuned_options(self, options: dict[str, Any] | None) -> dict[str, tuple[Any, ...]]:
+        """The options ``tune`` searches (their :attr:`Option.tune_values`) because ``options`` leaves them open."""
+        return {o.name: o.tune_values for o in self.options
+                if o.tune_values is not None and o.name not in (options or {})}
 
     def split_options(self, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Checked options as ``(objective's, optimiser's)``."""
@@ -234,11 +261,16 @@ register(SolverSpec(
         PRECONDITION,
     )))
 register(SolverSpec(
-    "toppush", "TopPush: positives above the top negative (li2014)",
+    "toppush", "TopPush: positives above the top negatives (li2014; top-k push)",
     "accuracy at the top (TopPush), accelerated projected gradient",
     TopPushObjective, apg, 5000, 1e-3, "certified relative duality gap",
     options=(
         Option("threshold", float, DEFAULT_POSITIVE_THRESHOLD, "labels above this are positives"),
-        Option("scope", str, "group", "push each query's positives above its own top negative (group) "
-               "or above the top negative of one global ranking (global)", choices=TOPPUSH_SCOPES),
-    ), warm_start=False, resumes=False))
+        Option("scope", str, "group", "push each query's positives above its own top negatives (group) "
+               "or above the top negatives of one global ranking (global)", choices=TOPPUSH_SCOPES),
+        Option("top_fraction", float, DEFAULT_TOP_FRACTION,
+               "compare each positive with the mean of the top ceil(tau*n-) negatives of its query (or of the "
+               "global ranking) instead of the single top one; 0 is li2014's TopPush, whose optimum is often w = 0 "
+               "on noisy data", low=0.0, high=1.0, closed_low=True, closed_high=True, recorded=True,
+               tune_values=TOP_FRACTION_TUNE_VALUES),
+    ), warm_start=False, resumes=False, default_C=DEFAULT_TOPPUSH_C))

@@ -97,6 +97,9 @@ class SolverResult:
         ``relative gap``, ``gap``), for summaries.
     measure_value : float
         Its value when the solver stopped.
+    zero_solution : bool
+        The solution is ``w = 0``, or within the tolerance of it (a model that ranks nothing);
+        ``message`` then says why and what to change.
     """
 
     w: np.ndarray
@@ -108,6 +111,7 @@ class SolverResult:
     message: str = ""
     measure: str = ""
     measure_value: float = float("nan")
+    zero_solution: bool = False
 
 
 def gradient_ratio_result(w: np.ndarray, f: float, iterations: int, converged: bool, history: list[dict],
