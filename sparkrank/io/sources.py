@@ -34,8 +34,8 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from . import uri as U
-from .formats import (FORMATS, TEXT_NUMBER, decompressed, decompressed_head, format_by_magic,
-                      format_by_suffix, get_format)
+from .formats import (FORMATS, TEXT_NUMBER, decompressed, decompressed_head, first_record_end, format_by_magic,
+                      format_by_suffix, get_format, record_start_line)
 from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
 
 log = logging.getLogger("sparkrank")
@@ -115,6 +115,9 @@ class Source:
         The data files found (empty for Delta tables).
     where_sql : bool
         ``where`` is Spark SQL (``--where-sql``): evaluated by Spark as it is, refused in-process.
+    line_separator : str or None
+        CSV/TSV: the record terminator all files share (``"\\r\\n"``, ``"\\n"`` or ``"\\r"``), for
+        Spark's reader; ``None`` when unknown or mixed.
     """
 
     uris: tuple[str, ...]
@@ -123,6 +126,7 @@ class Source:
     where: str | None = None
     files: tuple[FileEntry, ...] = field(default=(), repr=False)
     where_sql: bool = False
+    line_separator: str | None = None
 
     @property
     def filter_option(self) -> str:
@@ -141,7 +145,8 @@ class Source:
         """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.engines.spark.SparkEngine`."""
         from ..spark.io import Columns
 
-        df = get_format(self.format).read_spark(spark, [U.for_spark(u) for u in self.uris])
+        options = {"line_separator": self.line_separator} if self.line_separator else {}
+        df = get_format(self.format).read_spark(spark, [U.for_spark(u) for u in self.uris], **options)
         return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ", where_sql=self.where_sql,
                              svmlight=self.format == "svmlight", text_types=self.format in ("csv", "tsv")), Columns(
             self.columns.label, self._group_name(df.columns), _features_name(self.columns))
@@ -325,10 +330,22 @@ def _first_bad_row(children, flt, columns: ColumnSpec, read: dict) -> str | None
             try:
                 ranking_data_from_table(table, columns, where=f"{name}: ", **read)
             except RowError as exc:
-                return f"{name}: row {table.column('__sparkrank_row')[exc.row].as_py()}: {exc.detail}"
+                row = table.column('__sparkrank_row')[exc.row].as_py()
+                return f"{name}: row {row}{_line_of_record(child, fragment.path, row)}: {exc.detail}"
             except DataError:
                 return None
     return None
+
+
+def _line_of_record(dataset, path: str, row: int) -> str:
+    """`` (line L)`` for data record ``row`` of a CSV/TSV file (a quoted field may span lines,
+    so its row, a record number, is not its line), else ``""``."""
+    import pyarrow.dataset as ds
+
+    if not isinstance(dataset.format, ds.CsvFileFormat):
+        return ""
+    line = record_start_line(path, dataset.format.parse_options.delimiter, row)
+    return "" if line is None else f" (line {line})"
 
 
 def _features_name(columns: ColumnSpec) -> str:
@@ -587,11 +604,14 @@ def open_source(
         kinds = ", ".join(f"{fmt} ({entry.path})" for fmt, entry in found.items())
         raise DataError(f"inputs {', '.join(uris)} are of different formats: {kinds}; give one format per command")
     fmt = format if format != "auto" else next(iter(found))
+    line_separator = None
     if fmt in DELIMITED and files:
         names = header_names(_fs_for(uris[0], spark), files[0].path, fmt)
         if not columns.feature_cols:
             columns = _default_feature_cols(names, files[0].path, columns)
-    return Source(uris, fmt, columns, where or None, tuple(files), where_sql=bool(where) and where_sql)
+        line_separator = _line_separator(files, spark)
+    return Source(uris, fmt, columns, where or None, tuple(files), where_sql=bool(where) and where_sql,
+                  line_separator=line_separator)
 
 
 #: Text formats with a header row of column names, and their delimiters.
@@ -611,7 +631,8 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
     import io
 
     head = decompressed_head(fs.read_bytes(path, HEADER_BYTES))
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    end = first_record_end(head)  # a quoted name may hold a line break; records may end in CR only
+    first = head[:end[0] if end else len(head)]
     try:
         names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
     except UnicodeDecodeError:
@@ -624,6 +645,27 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
             raise DataError(f"{U.display_name(path)}: the header row names column {name!r} twice")
         seen.add(name)
     return names
+
+
+#: At most this many CSV/TSV files have their record terminator read (the first
+#: :data:`TERMINATOR_BYTES` of each), for :func:`_line_separator`.
+TERMINATOR_FILES, TERMINATOR_BYTES = 100, 1 << 16
+
+
+def _line_separator(files, spark) -> str | None:
+    """The record terminator every CSV/TSV file of an input ends its first record with, for
+    Spark's reader (:meth:`~sparkrank.io.formats.DelimitedFormat.read_spark`); ``None`` (Spark
+    detects it per file) when they differ, cannot be told, or there are more than
+    :data:`TERMINATOR_FILES` files."""
+    if len(files) > TERMINATOR_FILES:
+        log.info("%d CSV/TSV files: Spark detects each file's line ends (a quoted CR LF in a file of CR LF lines "
+                 "reads as LF there)", len(files))
+        return None
+    found = set()
+    for entry in files:
+        end = first_record_end(decompressed_head(_fs_for(entry.path, spark).read_bytes(entry.path, TERMINATOR_BYTES)))
+        found.add(end[1] if end else None)
+    return found.pop() if len(found) == 1 else None
 
 
 def _default_feature_cols(names: list[str] | None, path: str, columns: ColumnSpec) -> ColumnSpec:
