@@ -55,7 +55,7 @@ Regularisation: -C is LIBLINEAR's C in ½‖w‖² + C·Σ_pairs loss; --lambda 
 λ in λ‖w‖² + (1/N)·Σ_pairs loss; they are the same model when C = 1/(2λN).
 
 Engines (--engine auto, the default): Spark when --master is given, under spark-submit,
-when an input is a URI with a scheme (a data lake), when --where needs Spark SQL, or when
+when an input is a URI with a scheme (a data lake), with --where-sql (Spark SQL), or when
 the input would not fit in memory; otherwise in-process.  The first log line says which
 and why.  Spark logs warnings only (no start-up chatter) unless -v.
 """
@@ -106,9 +106,15 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--input", required=True, nargs="+", metavar="URI", help=help_text)
     g.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                    help="input format (default auto: by file names, else Parquet's PAR1 magic, else SVMlight)")
-    g.add_argument("--where", metavar="SQL",
-                   help="row filter applied before anything is built, e.g. \"day >= '2026-11-01'\": Spark SQL "
-                        "on Spark; in-process: comparisons, IN, BETWEEN, IS [NOT] NULL, AND/OR/NOT")
+    filters = g.add_mutually_exclusive_group()
+    filters.add_argument("--where", metavar="FILTER",
+                         help="row filter applied before anything is built, e.g. \"day >= '2026-11-01'\", the same "
+                              "on both engines: comparisons (= != <> < <= > >=), [NOT] IN (...), [NOT] BETWEEN, "
+                              "IS [NOT] NULL, AND/OR/NOT, parentheses, columns and 'text', number, TRUE/FALSE "
+                              "literals; no functions (see --where-sql)")
+    filters.add_argument("--where-sql", metavar="SQL",
+                         help="row filter in full Spark SQL (functions, LIKE, CASE ...), Spark engine only: Spark "
+                              "runs the text as SQL on the executors, so give only filters you would run yourself")
     g.add_argument("--dtype", choices=DTYPES, default="float64",
                    help="feature storage precision (default float64)")
     g.add_argument("--label-col", default="label", help="label column (default label)")
@@ -324,6 +330,19 @@ def _setup_logging(args) -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+def _row_filter(args) -> tuple[str | None, bool]:
+    """``(filter, is Spark SQL)`` of ``--where`` / ``--where-sql``; a ``--where`` outside its
+    grammar is refused here, before an engine starts (the same line on both engines)."""
+    sql = getattr(args, "where_sql", None)
+    if sql:
+        return sql, True
+    if args.where:
+        from .io.where import parse_filter
+
+        parse_filter(args.where)
+    return args.where, False
+
+
 class _Inputs:
     """For one command: the engine (``--engine auto`` decided and logged first), the Spark
     session when that engine is Spark, and the sources of ``--input``/``--valid``."""
@@ -332,9 +351,14 @@ class _Inputs:
         from .engines.registry import choose_engine
 
         self.args = args
+        self.where, self.where_sql = _row_filter(args)
         self.kind, reason = choose_engine(getattr(args, "engine", "local"), [*args.input, *extra_uris],
-                                          master=getattr(args, "master", None), where=args.where,
-                                          format=args.format)
+                                          master=getattr(args, "master", None), where=self.where,
+                                          where_sql=self.where_sql, format=args.format)
+        if self.where_sql and self.kind != "spark":
+            from .io.sources import refuse_where_sql_locally
+
+            raise ValueError(refuse_where_sql_locally(self.where))
         log.info("engine: %s (%s)", self.kind, reason)
         self.spark = _spark(args) if self.kind == "spark" else None
         self.columns = _columns(args, model)
@@ -345,7 +369,7 @@ class _Inputs:
         from .io.sources import open_source
 
         return open_source(uris or self.args.input, format=self.args.format, columns=columns or self.columns,
-                           where=self.args.where, spark=self.spark)
+                           where=self.where, where_sql=self.where_sql, spark=self.spark)
 
     def engine(self, source, n_features: int | None = None):
         from .engines.registry import make_engine
@@ -585,8 +609,8 @@ def _cmd_evaluate(args) -> int:
     with inputs.engine(source) as engine:
         model.check_width(engine.summary.n_features, source.name)
         if engine.summary.n_rows == 0:  # every metric would be NaN: most likely a --where that keeps nothing
-            raise DataError(f"{source.name}: no data rows to evaluate" + (f" (--where {args.where!r})"
-                                                                           if args.where else ""))
+            raise DataError(f"{source.name}: no data rows to evaluate" + (
+                f" ({source.filter_option} {source.where!r})" if source.where else ""))
         result = evaluate_model(model, PaddedEngine(engine, model.n_features), **opts)
     _print_convergence(args, model)
     text = _strict_json(result)

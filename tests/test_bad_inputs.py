@@ -213,11 +213,11 @@ def test_named_feature_columns_name_the_column_and_row_on_both_engines(spark, tm
     assert messages["local"] == messages["spark"] == f"{path}: row 7: feature column 'f1' {detail}"
 
 
-@pytest.mark.parametrize("token, detail", [("", "row 13: feature column 'f1' is null"),
-                                           ("NaN", "row 13: feature column 'f1' is nan"),
-                                           ("nan", "row 13: feature column 'f1' is nan"),
-                                           ("-inf", "row 13: feature column 'f1' is -inf"),
-                                           (" Infinity", "row 13: feature column 'f1' is inf"),
+@pytest.mark.parametrize("token, detail", [("", "row 13 (line 15): feature column 'f1' is null"),
+                                           ("NaN", "row 13 (line 15): feature column 'f1' is nan"),
+                                           ("nan", "row 13 (line 15): feature column 'f1' is nan"),
+                                           ("-inf", "row 13 (line 15): feature column 'f1' is -inf"),
+                                           (" Infinity", "row 13 (line 15): feature column 'f1' is inf"),
                                            ("NA", "feature column 'f1' is not numeric (string)")])
 def test_csv_errors_name_the_file_and_row_on_both_engines(spark, tmp_path, capsys, token, detail):
     """A CSV scan has no row index on Spark: the engine reads the bad group's rows in-process
@@ -277,7 +277,8 @@ def test_bad_rows_in_several_blocks_name_the_local_engines_row_and_counts(spark,
         assert rc == 2, err
         assert _error_line(err) == f"lake:{messages['local']}"  # display_name: Hadoop's spelling, lake:/tmp/...
     assert messages["local"] == messages["spark"], messages
-    assert messages["local"].startswith(f"{first}: row 50: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
+    row = "row 50 (line 52)" if kind == "csv" else "row 50"  # a CSV row (a record) also gives its line
+    assert messages["local"].startswith(f"{first}: {row}: column 'label' is nan (in 2 rows); pass --drop-invalid-rows")
 
 
 def test_drop_invalid_rows_skips_dropped_rows_when_naming_a_bad_row(spark, tmp_path, capsys, monkeypatch):
@@ -339,7 +340,7 @@ def test_a_csv_header_naming_a_column_twice_is_named_on_both_engines(spark, tmp_
 
 @pytest.mark.parametrize("label, detail", [("x", "column 'label' has type string: labels must be numbers"),
                                            ("true", "column 'label' has type bool: labels must be numbers"),
-                                           ("nan", "row 13: column 'label' is nan (in 1 rows)")])
+                                           ("nan", "row 13 (line 15): column 'label' is nan (in 1 rows)")])
 def test_csv_labels_that_are_not_numbers_are_the_same_error_on_both_engines(spark, tmp_path, capsys, label, detail):
     """A label column of text or booleans: on Spark every block said it, without the file, and
     added '(and 1 more partitions with errors)'; a CSV label 'nan' was text to Spark's inference."""
@@ -369,12 +370,13 @@ def test_a_null_group_id_is_named_by_file_and_row_on_both_engines(spark, tmp_pat
                                                       table.column("f1").to_pylist())))
     messages = _errors_on_both_engines(path, tmp_path, capsys, "--partitions", "2", "--feature-cols", "f1")
     assert messages["local"] == messages["spark"]
-    assert messages["local"].startswith(f"{path}: row 11: group id 'qid' is null (in 1 rows); pass --drop-invalid-rows")
+    row = "row 11 (line 13)" if kind == "csv" else "row 11"  # a CSV row (a record) also gives its line
+    assert messages["local"].startswith(f"{path}: {row}: group id 'qid' is null (in 1 rows); pass --drop-invalid-rows")
 
 
 @pytest.mark.parametrize("text, detail", [("", "{path}: the file is empty: no header row"),
                                           ("label,qid,f1\n", "no preference pairs: the input has no data rows"),
-                                          ("label,qid,f1\n,1,0.5\n,1,0.2\n", "{path}: row 0: column 'label' is null (in 2 rows)")])
+                                          ("label,qid,f1\n,1,0.5\n,1,0.2\n", "{path}: row 0 (line 2): column 'label' is null (in 2 rows)")])
 def test_an_empty_csv_says_so_on_both_engines(spark, tmp_path, capsys, text, detail):
     """A 0-byte CSV (pyarrow's 'Empty CSV file' vs Spark's 'no label column'), a header without
     rows and an all-empty label column (pyarrow's null type: 'has type null' vs Spark's string)."""
@@ -628,7 +630,7 @@ FLOAT32_OVERFLOW = {
     # more than 18 digits: a token the scanner leaves to Python's float()
     "svmlight-long-token": ("long.txt", f"feature 2 on line 3 is {'9' * 40}, beyond float32's range"),
     "parquet": ("over.parquet", "row 2: feature column 1 is 1e+39, beyond float32's range"),
-    "csv": ("over.csv", "row 2: feature column 'f2' is 1e+39, beyond float32's range"),
+    "csv": ("over.csv", "row 2 (line 4): feature column 'f2' is 1e+39, beyond float32's range"),
 }
 
 

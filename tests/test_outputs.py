@@ -17,7 +17,7 @@ from sparkrank.data.io import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.registry import choose_engine
 from sparkrank.io.fs import LOCAL, HadoopFileSystem
-from sparkrank.io.outputs import safe_cell
+from sparkrank.io.outputs import safe_cell, write_csv
 from sparkrank.io.sources import open_source
 from sparkrank.model import RankingModel
 
@@ -433,3 +433,30 @@ def test_relative_paths_are_this_process_s_on_spark_after_a_change_of_directory(
         assert (tmp_path / f"scores-{engine}").exists()
     write_dataframe(spark.range(3), "written")
     assert pq.read_table(tmp_path / "written").num_rows == 3
+
+
+# (character class, text cells that a spreadsheet would run as a formula)
+FORMULA_CELLS = {
+    "equals, plus, minus, at": ["=1+1", "+A1", "-2+A1", "@SUM(A1)", "-inf", "-1_0"],
+    "tab and carriage return": ["\tx", "\r=x", "\t"],
+    "leading whitespace, then a formula start": [" =1", "  +A1", "\n@x", "\u00a0-A1", "\u3000=1", " \tx", " \r"],
+    "full-width and small forms": ["\uff1d1", "\uff0bA1", "\uff0dA1", "\uff20x", "\ufe66x", "\ufe62x", "\ufe63x",
+                                   "\ufe6bx", " \uff1d1"],
+}
+PLAIN_CELLS = ["plain", "a=b", "q-1", "", " ", "\n", "-3", "+1.5", "1e3", "-0.25E-2", "\uff50lain", "x@y"]
+
+
+@pytest.mark.parametrize("kind", list(FORMULA_CELLS))
+def test_text_cells_a_spreadsheet_runs_as_formulas_get_a_quote(tmp_path, kind):
+    """OWASP's CSV-injection rule for each class of formula start: the cell is prefixed with '
+    and written quoted; a number (and text that is a plain decimal number) stays as it is."""
+    for text in FORMULA_CELLS[kind]:
+        assert safe_cell(text) == "'" + text, (kind, text)
+    for text in PLAIN_CELLS:
+        assert safe_cell(text) == text, text
+    assert [safe_cell(v) for v in (-1.5, -3, 0, 2.5e-300)] == [-1.5, -3, 0, 2.5e-300]
+    path = tmp_path / "cells.csv"
+    write_csv(str(path), ["qid", "ndcg"], [[text, -0.5] for text in FORMULA_CELLS[kind]])
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, quoting=csv.QUOTE_NONNUMERIC))
+    assert rows[1:] == [["'" + text, -0.5] for text in FORMULA_CELLS[kind]]

@@ -96,7 +96,7 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
         where = getattr(source, "where", None)
         if error is None or not where or not str(error).startswith(f"[{CAST_CONDITION}]"):
             raise
-        raise DataError(cannot_read(source.name, where, error)) from None
+        raise DataError(cannot_read(source.name, where, error, getattr(source, "filter_option", "--where"))) from None
 
 
 _COMMON = ("n_features", "dtype", "drop_invalid_rows")
@@ -140,13 +140,14 @@ _COMPRESSED_EXPANSION = 10.0
 
 
 def choose_engine(requested: str, uris: list[str], *, master: str | None = None, where: str | None = None,
-                  format: str = "auto") -> tuple[str, str]:
+                  where_sql: bool = False, format: str = "auto") -> tuple[str, str]:
     """``(engine, reason)`` for ``--engine requested`` (``auto`` decides; others are kept).
 
     ``auto``: Spark when a master is given, under spark-submit, when an input is a URI with
-    a scheme (a data lake: ``file:``, ``hdfs:``, ``s3a:`` …), when ``--where`` is outside the
-    local subset (:mod:`sparkrank.io.where`) or the format has no local reader, or when the
-    local inputs would not fit in memory; otherwise local.
+    a scheme (a data lake: ``file:``, ``hdfs:``, ``s3a:`` …), when the filter is Spark SQL
+    (``where_sql``: ``--where-sql``; or a ``where`` outside the grammar of
+    :mod:`sparkrank.io.where`, which only Spark SQL can mean) or the format has no local
+    reader, or when the local inputs would not fit in memory; otherwise local.
     """
     if requested != "auto":
         return requested, "--engine " + requested
@@ -161,11 +162,13 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
         return "spark", f"input {remote[0]} is a URI (data lake)"
     if format == "delta":
         return "spark", "Delta tables are read by Spark"
+    if where and where_sql:
+        return "spark", "--where-sql is Spark SQL"
     if where:
         from ..io.where import locally_supported
 
         if not locally_supported(where):
-            return "spark", "--where uses Spark SQL beyond the local subset"
+            return "spark", "the filter is Spark SQL beyond the --where grammar"
     size, expanded = _local_footprint(uris)
     budget = LOCAL_MEMORY_FRACTION * _available_memory()
     if expanded > budget:

@@ -83,24 +83,86 @@ class SvmlightFormat(Format):
 
 
 class DelimitedFormat(Format):
-    """CSV or TSV with a header row; types inferred (numbers become doubles/longs)."""
+    """CSV or TSV with a header row; types inferred (numbers become doubles/longs).
+
+    Both engines read RFC 4180 text: a field in double quotes may hold the delimiter, line
+    breaks (CR, LF or CR LF, kept as they are) and doubled quotes (``"a"",b"`` is ``a",b``);
+    a backslash is an ordinary character; an empty field, quoted or not, is null.  A record
+    may so span several lines: rows are counted by record (see :func:`record_start_line`).
+    Spark reads each file whole (``multiLine``, a file is not split between tasks)."""
 
     @property
     def delimiter(self) -> str:
         return "\t" if self.name == "tsv" else ","
 
-    def read_spark(self, spark, uris):
-        return spark.read.csv(list(uris), header=True, inferSchema=True, sep=self.delimiter)
+    def read_spark(self, spark, uris, line_separator: str | None = None):
+        """``line_separator``: the files' record terminator (:func:`record_terminator`).  Given,
+        Spark keeps a quoted CR LF as it is; left to Spark's detection, it reads a quoted CR LF
+        in a file of CR LF records as LF (the in-process reader keeps CR LF)."""
+        options = {"lineSep": line_separator} if line_separator else {}
+        return spark.read.csv(list(uris), header=True, inferSchema=True, sep=self.delimiter, multiLine=True,
+                              quote='"', escape='"', **options)
 
     def local_dataset(self, paths):
         import pyarrow.csv as pcsv
         import pyarrow.dataset as ds
 
         # Spark's CSV conventions, so both engines read the same values: only an empty field is
-        # null (pyarrow's default also nulls "NA", "NaN", "null", ...), "NaN" is NaN
-        fmt = ds.CsvFileFormat(parse_options=pcsv.ParseOptions(delimiter=self.delimiter),
+        # null (pyarrow's default also nulls "NA", "NaN", "null", ...), "NaN" is NaN; RFC 4180
+        # quoting as read_spark's options say it
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, quote_char='"', double_quote=True, escape_char=False,
+                                  newlines_in_values=True)
+        fmt = ds.CsvFileFormat(parse_options=parse,
                                convert_options=pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
         return _arrow_dataset(paths, fmt)
+
+
+_RECORD_BYTES = re.compile(rb'["\r\n]')
+
+
+def first_record_end(head: bytes) -> tuple[int, str] | None:
+    """``(offset, terminator)`` of the end of the first record of CSV text ``head``: the first
+    CR, LF or CR LF outside double quotes (RFC 4180: a doubled quote inside a quoted field
+    toggles twice); ``None`` when ``head`` holds no complete record."""
+    quoted = False
+    for m in _RECORD_BYTES.finditer(head):
+        byte = m.group()
+        if byte == b'"':
+            quoted = not quoted
+        elif not quoted:
+            end = m.start()
+            if byte == b"\n":
+                return end, "\n"
+            if end + 1 >= len(head):
+                return None  # a CR at the end of what was read: CR or CR LF is unknown
+            return end, "\r\n" if head[end + 1:end + 2] == b"\n" else "\r"
+    return None
+
+
+def record_start_line(path: str, delimiter: str, record: int) -> int | None:
+    """The 1-based line of a local CSV/TSV file (``.gz``/``.bz2`` decompressed) where data
+    record ``record`` (0-based, after the header row) starts, lines ending at LF, CR LF or CR
+    as records do; ``None`` when the file has fewer records.  Read again on an error path only
+    (Python's csv module, whose RFC 4180 records are pyarrow's and Spark's: blank lines are no
+    record)."""
+    import csv
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path[path.rfind("."):].lower(), open)
+    limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)  # a quoted field may be long
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+            reader = csv.reader(f, delimiter=delimiter, quotechar='"', doublequote=True, strict=False)
+            ended, index = 0, -1  # the line the last record ended on; the header is record -1
+            for fields in reader:
+                if fields:
+                    if index == record:
+                        return ended + 1
+                    index += 1
+                ended = reader.line_num
+            return None
+    finally:
+        csv.field_size_limit(limit)
 
 
 class DeltaFormat(Format):

@@ -7,22 +7,26 @@
   impossible ``--model`` path therefore fails in the first second, not after training.
 * :func:`write_dataframe` writes a Spark DataFrame as Parquet (optionally partitioned).
 * :func:`write_csv` writes rows with the csv module: text fields quoted, and a text cell
-  that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
-  ``'`` so spreadsheet programs show it as text instead of running it as a formula (OWASP
-  "CSV injection"); numbers are written as numbers.
+  that a spreadsheet could run as a formula gets a leading ``'`` so it shows as text (OWASP
+  "CSV injection", :func:`safe_cell`); numbers are written as numbers.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+import unicodedata
 from typing import Iterable, Sequence
 
 from . import uri as U
 from .fs import filesystem
 
 WRITE_MODES = ("error", "overwrite")
+#: What starts a formula in a spreadsheet cell (OWASP): = + - @, and a tab or a carriage return.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Text that is a plain decimal number ("-3", "+1.5e3"): a spreadsheet reads it as that number.
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
 def check_output_file(path: str, spark=None) -> None:
@@ -77,21 +81,24 @@ def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequenc
 
 
 def safe_cell(value):
-    """A CSV cell: numbers unchanged; text with a formula-starting character prefixed by ``'``."""
+    """A CSV cell: numbers unchanged; text a spreadsheet could run as a formula prefixed by ``'``.
+
+    Text is such a formula when, read as spreadsheets read it (Unicode compatibility forms:
+    the full-width ``＝＋－＠`` and the small ``﹦﹢﹣﹫`` are ``= + - @``), it starts with ``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return, also after leading whitespace (a space,
+    a no-break or ideographic space, a line feed ...), unless it is a plain decimal number
+    (``-3`` stays a number).
+    """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = str(value)
-    if text.startswith(_FORMULA_START) and not _is_number(text):
+    if _PLAIN_NUMBER.fullmatch(text):
+        return text
+    folded = unicodedata.normalize("NFKC", text)
+    blank = len(folded) - len(folded.lstrip())  # leading whitespace, tabs and CRs included
+    if any(c in _FORMULA_START for c in folded[:blank]) or folded[blank:blank + 1] in _FORMULA_START:
         return "'" + text
     return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], spark=None) -> None:

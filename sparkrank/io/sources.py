@@ -34,8 +34,8 @@ import numpy as np
 
 from ..data.block import DataError, RankingData
 from . import uri as U
-from .formats import (FORMATS, TEXT_NUMBER, decompressed, decompressed_head, format_by_magic,
-                      format_by_suffix, get_format)
+from .formats import (FORMATS, TEXT_NUMBER, decompressed, decompressed_head, first_record_end, format_by_magic,
+                      format_by_suffix, get_format, record_start_line)
 from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
 
 log = logging.getLogger("sparkrank")
@@ -109,9 +109,15 @@ class Source:
         A name in :data:`~sparkrank.io.formats.FORMATS`.
     columns : ColumnSpec
     where : str or None
-        Row filter: Spark SQL on Spark, its subset of :mod:`sparkrank.io.where` in-process.
+        Row filter: the grammar of :mod:`sparkrank.io.where` (both engines), or Spark SQL when
+        ``where_sql``.
     files : tuple of FileEntry
         The data files found (empty for Delta tables).
+    where_sql : bool
+        ``where`` is Spark SQL (``--where-sql``): evaluated by Spark as it is, refused in-process.
+    line_separator : str or None
+        CSV/TSV: the record terminator all files share (``"\\r\\n"``, ``"\\n"`` or ``"\\r"``), for
+        Spark's reader; ``None`` when unknown or mixed.
     """
 
     uris: tuple[str, ...]
@@ -119,6 +125,13 @@ class Source:
     columns: ColumnSpec = ColumnSpec()
     where: str | None = None
     files: tuple[FileEntry, ...] = field(default=(), repr=False)
+    where_sql: bool = False
+    line_separator: str | None = None
+
+    @property
+    def filter_option(self) -> str:
+        """The option the filter came from, for messages."""
+        return "--where-sql" if self.where_sql else "--where"
 
     @property
     def name(self) -> str:
@@ -132,8 +145,9 @@ class Source:
         """``(DataFrame, Columns)`` ready for a :class:`~sparkrank.engines.spark.SparkEngine`."""
         from ..spark.io import Columns
 
-        df = get_format(self.format).read_spark(spark, [U.for_spark(u) for u in self.uris])
-        return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ",
+        options = {"line_separator": self.line_separator} if self.line_separator else {}
+        df = get_format(self.format).read_spark(spark, [U.for_spark(u) for u in self.uris], **options)
+        return prepare_frame(df, self.columns, self.where, where=f"{self.name}: ", where_sql=self.where_sql,
                              svmlight=self.format == "svmlight", text_types=self.format in ("csv", "tsv")), Columns(
             self.columns.label, self._group_name(df.columns), _features_name(self.columns))
 
@@ -160,19 +174,20 @@ class Source:
         fmt = get_format(self.format)
         if not fmt.local:
             raise ValueError(f"{self.name}: {self.format} input needs the Spark engine (--engine spark)")
+        if self.where_sql:
+            raise ValueError(refuse_where_sql_locally(self.where))
         if self.format == "svmlight":
             return self._svmlight_data(n_features, dtype, threads)
         from ..data.arrow import RowError
         from ..data.table import ranking_data_from_table
-        from .where import cannot_read, to_arrow_filter
+        from .where import cannot_read, read_arrow
 
         dataset = fmt.local_dataset(paths)
         names = dataset.schema.names
         where = f"{self.name}: "
         self.columns.check(names, where)
-        flt = None if not self.where else to_arrow_filter(self.where, dataset.schema, where)
         try:
-            table = dataset.to_table(filter=flt)
+            table, flt = read_arrow(dataset, self.where, where)
         except Exception as exc:  # pyarrow's errors: a filter's types, a CSV value its column's type cannot hold
             if type(exc).__module__.startswith("pyarrow"):
                 raise DataError(cannot_read(self.name, self.where, exc)) from None
@@ -210,11 +225,13 @@ class Source:
         paths = [U.local_path(entry.path) for entry in self.files]
         if not fmt.local or not paths or None in paths:
             return None
+        if self.where_sql:
+            return None  # Spark SQL: which rows it kept is unknown here
         dataset = fmt.local_dataset(paths)
         try:
             flt = to_arrow_filter(self.where, dataset.schema, "") if self.where else None
         except DataError:
-            return None  # a filter only Spark understands: which rows it kept is unknown here
+            return None  # a number against a string column, which only Spark evaluates
         read = dict(n_features=None, stored_n_features=None, dtype=dtype, drop_invalid_rows=drop_invalid_rows)
         try:
             return _row_in_its_file(dataset, flt, self.columns, read)
@@ -313,10 +330,22 @@ def _first_bad_row(children, flt, columns: ColumnSpec, read: dict) -> str | None
             try:
                 ranking_data_from_table(table, columns, where=f"{name}: ", **read)
             except RowError as exc:
-                return f"{name}: row {table.column('__sparkrank_row')[exc.row].as_py()}: {exc.detail}"
+                row = table.column('__sparkrank_row')[exc.row].as_py()
+                return f"{name}: row {row}{_line_of_record(child, fragment.path, row)}: {exc.detail}"
             except DataError:
                 return None
     return None
+
+
+def _line_of_record(dataset, path: str, row: int) -> str:
+    """`` (line L)`` for data record ``row`` of a CSV/TSV file (a quoted field may span lines,
+    so its row, a record number, is not its line), else ``""``."""
+    import pyarrow.dataset as ds
+
+    if not isinstance(dataset.format, ds.CsvFileFormat):
+        return ""
+    line = record_start_line(path, dataset.format.parse_options.delimiter, row)
+    return "" if line is None else f" (line {line})"
 
 
 def _features_name(columns: ColumnSpec) -> str:
@@ -348,22 +377,23 @@ def _text_number(name: str):
     from pyspark.sql import functions as F
 
     trimmed = F.trim(F.col(f"`{name}`"))
-    # Spark's cast takes every such number but a signed nan
-    return F.when(F.lower(trimmed).rlike("^[+-]nan$"), F.lit(float("nan"))).otherwise(
-        F.expr(f"try_cast(trim(`{name}`) AS DOUBLE)"))
+    # Spark's cast takes every such number but a signed nan (a Column, not SQL text: a column
+    # name from a file's header never reaches Spark's SQL parser)
+    return F.when(F.lower(trimmed).rlike("^[+-]nan$"), F.lit(float("nan"))).otherwise(trimmed.try_cast("double"))
 
 
-def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: str = "", svmlight: bool = False,
-                  text_types: bool = False):
-    """``df`` filtered by ``where_filter`` (Spark SQL), checked against ``columns``, with
-    ``feature_cols`` assembled into one array column and several group columns combined.
-    ``text_types``: the column types were inferred from text (CSV), where a string feature column
-    may still hold numbers to the in-process reader (:func:`_text_number`)."""
+def prepare_frame(df, columns: ColumnSpec, where_filter: str | None, *, where: str = "", where_sql: bool = False,
+                  svmlight: bool = False, text_types: bool = False):
+    """``df`` filtered by ``where_filter`` (the ``--where`` grammar, or Spark SQL when
+    ``where_sql``), checked against ``columns``, with ``feature_cols`` assembled into one array
+    column and several group columns combined.  ``text_types``: the column types were inferred
+    from text (CSV), where a string feature column may still hold numbers to the in-process
+    reader (:func:`_text_number`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, NumericType, StringType
 
     if where_filter:
-        df = _spark_filter(df, where_filter, where)
+        df = _filtered(df, where_filter, where, where_sql)
     names = df.columns
     check = _svmlight_column_spec(columns, names, where) if svmlight else columns
     check.check(names, where)
@@ -456,45 +486,26 @@ def _check_svmlight_group(group: tuple[str, ...], where: str) -> None:
                         "does not apply (use the default, or '' to ignore the qids)")
 
 
-def _spark_filter(df, text: str, where: str):
-    from pyspark.errors import AnalysisException, NumberFormatException, ParseException
+def _filtered(df, text: str, where: str, sql: bool):
+    """``df`` filtered by a ``--where`` (a Column from the grammar: no SQL text reaches Spark)
+    or, when ``sql``, a ``--where-sql``."""
+    from pyspark.errors import AnalysisException
 
+    from .where import spark_sql_filter, to_spark_filter
+
+    if sql:
+        return spark_sql_filter(df, text, where)
+    condition = to_spark_filter(text, df, where)
     try:
-        filtered = df.filter(text)
-        # optimized now, so a string literal that Spark's constant folding cannot cast to the
-        # number column it is compared with (part = 'x') fails here, not in the first job
-        filtered._jdf.queryExecution().optimizedPlan()
-        return filtered
-    except ParseException as exc:
-        raise DataError(f"{where}--where {text!r} is not a Spark SQL condition: {str(exc).splitlines()[0]}") from None
-    except AnalysisException as exc:
-        raise DataError(f"{where}--where {text!r}: {str(exc).splitlines()[0]}; columns are "
-                        f"{', '.join(df.columns)}") from None
-    except NumberFormatException as exc:
-        _local_filter_error(df, text, where)
+        return df.filter(condition)
+    except AnalysisException as exc:  # types Spark cannot compare (a vector with a number ...)
         raise DataError(f"{where}--where {text!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _local_filter_error(df, text: str, where: str) -> None:
-    """Raise the in-process engine's DataError for a filter Spark failed on, when it has one
-    (the message of a string literal that is not a number of its column's type), so that
-    both engines say the same."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    from .where import UnsupportedFilter, locally_supported, to_arrow_filter
-
-    def arrow_type(spark_type):
-        try:
-            return to_arrow_type(spark_type)
-        except Exception:  # noqa: BLE001 - a type with no Arrow twin (an ML vector): never a number column
-            return pa.null()
-
-    if locally_supported(text):
-        try:
-            to_arrow_filter(text, pa.schema([(f.name, arrow_type(f.dataType)) for f in df.schema.fields]), where)
-        except UnsupportedFilter:  # what only Spark evaluates (a number against a string column): Spark's words
-            return
+def refuse_where_sql_locally(text: str | None) -> str:
+    """The message of a ``--where-sql`` given to the local engine."""
+    return (f"--where-sql {text!r} is Spark SQL, which only the Spark engine evaluates (--engine spark); "
+            "--where takes the filter grammar both engines share")
 
 
 def _stack_svmlight(parts):
@@ -543,6 +554,7 @@ def open_source(
     format: str = "auto",
     columns: ColumnSpec = ColumnSpec(),
     where: str | None = None,
+    where_sql: bool = False,
     spark=None,
 ) -> Source:
     """Find the data files of ``uris`` and their format.
@@ -558,6 +570,8 @@ def open_source(
     columns : ColumnSpec
     where : str, optional
         Row filter (see :class:`Source`).
+    where_sql : bool
+        ``where`` is Spark SQL (``--where-sql``; Spark engine only).
     spark : SparkSession, optional
         The session whose Hadoop ``FileSystem`` serves URIs with a scheme (default: the
         active one, else a new one).  Without it ``file:`` URIs are read as local paths.
@@ -590,11 +604,14 @@ def open_source(
         kinds = ", ".join(f"{fmt} ({entry.path})" for fmt, entry in found.items())
         raise DataError(f"inputs {', '.join(uris)} are of different formats: {kinds}; give one format per command")
     fmt = format if format != "auto" else next(iter(found))
+    line_separator = None
     if fmt in DELIMITED and files:
         names = header_names(_fs_for(uris[0], spark), files[0].path, fmt)
         if not columns.feature_cols:
             columns = _default_feature_cols(names, files[0].path, columns)
-    return Source(uris, fmt, columns, where or None, tuple(files))
+        line_separator = _line_separator(files, spark)
+    return Source(uris, fmt, columns, where or None, tuple(files), where_sql=bool(where) and where_sql,
+                  line_separator=line_separator)
 
 
 #: Text formats with a header row of column names, and their delimiters.
@@ -614,7 +631,8 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
     import io
 
     head = decompressed_head(fs.read_bytes(path, HEADER_BYTES))
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    end = first_record_end(head)  # a quoted name may hold a line break; records may end in CR only
+    first = head[:end[0] if end else len(head)]
     try:
         names = next(csv.reader(io.StringIO(first.decode("utf-8-sig")), delimiter=DELIMITED[fmt]), [])
     except UnicodeDecodeError:
@@ -627,6 +645,27 @@ def header_names(fs: FileSystem, path: str, fmt: str) -> list[str] | None:
             raise DataError(f"{U.display_name(path)}: the header row names column {name!r} twice")
         seen.add(name)
     return names
+
+
+#: At most this many CSV/TSV files have their record terminator read (the first
+#: :data:`TERMINATOR_BYTES` of each), for :func:`_line_separator`.
+TERMINATOR_FILES, TERMINATOR_BYTES = 100, 1 << 16
+
+
+def _line_separator(files, spark) -> str | None:
+    """The record terminator every CSV/TSV file of an input ends its first record with, for
+    Spark's reader (:meth:`~sparkrank.io.formats.DelimitedFormat.read_spark`); ``None`` (Spark
+    detects it per file) when they differ, cannot be told, or there are more than
+    :data:`TERMINATOR_FILES` files."""
+    if len(files) > TERMINATOR_FILES:
+        log.info("%d CSV/TSV files: Spark detects each file's line ends (a quoted CR LF in a file of CR LF lines "
+                 "reads as LF there)", len(files))
+        return None
+    found = set()
+    for entry in files:
+        end = first_record_end(decompressed_head(_fs_for(entry.path, spark).read_bytes(entry.path, TERMINATOR_BYTES)))
+        found.add(end[1] if end else None)
+    return found.pop() if len(found) == 1 else None
 
 
 def _default_feature_cols(names: list[str] | None, path: str, columns: ColumnSpec) -> ColumnSpec:
