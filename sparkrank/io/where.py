@@ -257,3 +257,10 @@ def locally_supported(text: str) -> bool:
     except UnsupportedFilter:
         return False
     return True
+
+
+def filter_columns(text: str, names) -> list[str]:
+    """The columns of ``names`` that ``--where`` ``text`` refers to (matched case-insensitively,
+    as :func:`to_arrow_filter` matches them), for a reader that must read them to filter."""
+    actual = {n.lower(): n for n in names}
+    return list(dict.fromkeys(actual[v.lower()] for k, v in _tokens(text) if k == "col" and v.lower() in actual))
