@@ -51,8 +51,9 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def process_tree() -> set[int]:
-    """This process and all its descendants (Linux ``/proc``): the Spark JVM and its Python workers."""
+def process_tree(root: int | None = None) -> set[int]:
+    """Process ``root`` (default: this one) and all its descendants (Linux ``/proc``): the Spark
+    JVM and its Python workers."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -62,7 +63,8 @@ def process_tree() -> set[int]:
                 parents[int(entry)] = int(fields[1])
             except (OSError, IndexError, ValueError):
                 continue
-    tree, frontier = {os.getpid()}, [os.getpid()]
+    root = os.getpid() if root is None else root
+    tree, frontier = {root}, [root]
     while frontier:
         p = frontier.pop()
         for child, parent in parents.items():
