@@ -6,9 +6,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
-from _common import process_tree
+from _common import TreeMemorySampler
 
 #: Runs the command as its own child and reports that child's resource usage.  Why a launcher:
 #: Linux keeps a process's peak RSS across ``exec`` (the kernel folds the old address space's
@@ -32,42 +31,10 @@ with os.fdopen(int(sys.argv[1]), "w") as report:
 """
 
 
-class TreeSampler:
-    """The peak of the summed resident memory (``VmRSS``) of a process tree, sampled every
-    ``interval`` seconds from ``/proc``: what a command costs with every process it starts (a
-    Spark JVM, its Python workers), which ``ru_maxrss`` (one process's own peak) does not say.
-    A sample can miss a peak shorter than the interval."""
-
-    def __init__(self, root: int, interval: float = 0.1):
-        self.root, self.interval, self.peak_mb = root, interval, 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            total = 0
-            for pid in process_tree(self.root):
-                try:
-                    with open(f"/proc/{pid}/status") as f:
-                        total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
-                except OSError:
-                    continue
-            self.peak_mb = max(self.peak_mb, total / 1024.0)
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-
 def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     """Run ``cmd`` to completion; its wall seconds, CPU seconds (user + system), peak RSS in MB
     (``peak_mb``) and the peak of its whole process tree's summed RSS (``tree_peak_mb``,
-    :class:`TreeSampler`, the launcher's ~10 MB included).
+    :class:`~_common.TreeMemorySampler` every 0.1 s, the launcher's ~10 MB included).
 
     ``peak_mb`` is that of ``cmd``'s process alone (and the descendants it waited for), read
     with ``os.wait4`` by a small launcher process (see ``_LAUNCHER``), so neither this process's
@@ -79,7 +46,7 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,))
     finally:
         os.close(write_fd)
-    with os.fdopen(read_fd) as report, TreeSampler(proc.pid) as tree:
+    with os.fdopen(read_fd) as report, TreeMemorySampler(0.1, proc.pid) as tree:
         out = proc.stdout.read()
         measured = report.read()
     proc.wait()
@@ -89,4 +56,4 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     result = json.loads(measured)
     if result.pop("exit") != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return {**result, "tree_peak_mb": tree.peak_mb, "output": out.decode(errors="replace")}
+    return {**result, "tree_peak_mb": tree.peak_rss / 2**20, "output": out.decode(errors="replace")}
