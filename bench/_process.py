@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from _common import TreeMemorySampler
+
 #: Runs the command as its own child and reports that child's resource usage.  Why a launcher:
 #: Linux keeps a process's peak RSS across ``exec`` (the kernel folds the old address space's
 #: high-water mark into it), so a command forked straight from a benchmark that holds a few
@@ -30,9 +32,11 @@ with os.fdopen(int(sys.argv[1]), "w") as report:
 
 
 def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
-    """Run ``cmd`` to completion; its wall seconds, CPU seconds (user + system) and peak RSS in MB.
+    """Run ``cmd`` to completion; its wall seconds, CPU seconds (user + system), peak RSS in MB
+    (``peak_mb``) and the peak of its whole process tree's summed RSS (``tree_peak_mb``,
+    :class:`~_common.TreeMemorySampler` every 0.1 s, the launcher's ~10 MB included).
 
-    The numbers are those of ``cmd``'s process alone (and the descendants it waited for), read
+    ``peak_mb`` is that of ``cmd``'s process alone (and the descendants it waited for), read
     with ``os.wait4`` by a small launcher process (see ``_LAUNCHER``), so neither this process's
     memory nor other processes on the machine count.
     """
@@ -42,7 +46,7 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,))
     finally:
         os.close(write_fd)
-    with os.fdopen(read_fd) as report:
+    with os.fdopen(read_fd) as report, TreeMemorySampler(0.1, proc.pid) as tree:
         out = proc.stdout.read()
         measured = report.read()
     proc.wait()
@@ -52,4 +56,4 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     result = json.loads(measured)
     if result.pop("exit") != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return {**result, "output": out.decode(errors="replace")}
+    return {**result, "tree_peak_mb": tree.peak_rss / 2**20, "output": out.decode(errors="replace")}

@@ -21,7 +21,6 @@ import argparse
 import glob
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,54 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import growth_exponent, process_tree, table, tree_cpu_seconds, write_result  # noqa: E402
+from _common import TreeMemorySampler, growth_exponent, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
-
-
-class TreeMemorySampler:
-    """Peaks of the summed memory of this process and all its descendants.
-
-    ``peak_anon``: private anonymous memory (heaps, Arrow/numpy buffers, the JVM heap in use) —
-    what the job really needs.  ``peak_rss``: resident set including file-backed pages, which
-    counts the memory-mapped block files once per process that maps them (page cache the
-    kernel can drop at will), so it overstates the need.
-    """
-
-    def __init__(self, interval: float = 0.2):
-        self.interval = interval
-        self.peak_anon = 0
-        self.peak_rss = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> tuple[int, int]:
-        anon = rss = 0
-        for pid in process_tree():
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    for line in f:
-                        if line.startswith("RssAnon:"):
-                            anon += int(line.split()[1]) * 1024
-                        elif line.startswith("VmRSS:"):
-                            rss += int(line.split()[1]) * 1024
-            except OSError:
-                continue
-        return anon, rss
-
-    def _run(self):
-        while not self._stop.is_set():
-            anon, rss = self._sample()
-            self.peak_anon = max(self.peak_anon, anon)
-            self.peak_rss = max(self.peak_rss, rss)
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 class PassCounter:

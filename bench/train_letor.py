@@ -6,20 +6,33 @@
 cadata (one global ranking, 3,842 distinct real labels) is min-max scaled and split 80/20
 with a fixed seed.  Writes bench/results/train_letor.json.
 
-``--whole-process`` measures what a user waits for and pays: ``sparkrank train --engine
-local --solver tron -C 1`` (float64 and ``--dtype float32``) as a separate process on a
-LETOR-style SVMlight file (``_synthetic.synthetic_svmlight``: 300k rows x 136 dense
-features, ~2,500 queries, 5 grades, ~420 MB), wall time, CPU time and peak resident memory
-(median of ``--repeat`` runs), and the same for LIBLINEAR-ranksvm's ``train -s 8 -c 1``
-(L2-loss RankSVM by TRON) when its binary is given; the ratios are sparkrank / LIBLINEAR.
-Also times ``read_svmlight`` alone on 1 and 2 threads, into CSR and into the dense rows
-``sparkrank train`` reads LETOR text into (``layout="auto"``).  Writes
-bench/results/train_letor_process.json and .md (the table).
+``--whole-process`` measures what a user waits for and pays, each program a separate process
+on one LETOR-style set (``_synthetic.synthetic_svmlight``: by default 300k rows x 136 dense
+features, ~2,500 queries, 5 grades, ~500 MB of text; ``--rows 1000000`` is issue 40's set):
+
+* ``CLI text``: ``sparkrank train --engine local --solver tron -C 1`` on the SVMlight text
+  (and ``--dtype float32``);
+* ``CLI Parquet (convert)``: the same on those rows as sparkrank's own Parquet
+  (``sparkrank convert``: ``indices``/``values`` lists); with ``--spark-parquet`` also on a
+  Parquet directory written by Spark with an ML vector column (made once, by a Spark job);
+* ``API defaults``: ``sparkrank.load_svmlight(path)`` + ``sparkrank.train(data)``, and
+  ``API, CLI settings``: the same with the CLI's layout (``"auto"``) and threads;
+* LIBLINEAR-ranksvm's ``train -s 8 -c 1`` (L2-loss RankSVM by TRON) when ``--liblinear``
+  gives its binary.
+
+Per program: wall and CPU time, the fit (the solver's seconds as the run reports them) and the
+API's load, the process's peak RSS and its whole process tree's (sampled every 0.1 s); the
+minimum of ``--repeat`` runs (round robin); each measure over the text row's (and LIBLINEAR's);
+and whether each CLI run's model is the text row's bit for bit.  Also times ``read_svmlight``
+alone on 1 and 2 threads, into CSR and dense rows (``--skip-parse`` skips it).  Writes
+bench/results/``--output``.json and .md (the table).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,19 +59,22 @@ def cadata_split(seed: int = 0):
 
 
 def whole_process(args) -> int:
-    import statistics
     import tempfile
 
+    import _synthetic
     from _process import run_measured
-    from _synthetic import synthetic_svmlight
 
-    svm = synthetic_svmlight(args.rows, args.features)
+    if args.data_dir:
+        _synthetic.DATA_DIR = Path(args.data_dir)
+    svm = _synthetic.synthetic_svmlight(args.rows, args.features)
+    converted = converted_parquet(svm)
     with tempfile.TemporaryDirectory() as tmp:
-        cmds = {
-            "sparkrank float64": [sys.executable, "-m", "sparkrank", "train", "--engine", "local", "--solver", "tron",
-                                  "-C", "1", "--input", str(svm), "--model", f"{tmp}/MODEL", "-q"],
-        }
-        cmds["sparkrank float32"] = cmds["sparkrank float64"] + ["--dtype", "float32"]
+        cmds = {"CLI text": _train(svm, tmp), "CLI text float32": _train(svm, tmp) + ["--dtype", "float32"],
+                "CLI Parquet (convert)": _train(converted, tmp)}
+        if args.spark_parquet:
+            cmds["CLI Parquet (Spark vectors)"] = _train(spark_vector_parquet(converted), tmp)
+        cmds["API defaults"] = [sys.executable, "-c", API_SCRIPT, str(svm), "defaults"]
+        cmds["API, CLI settings"] = [sys.executable, "-c", API_SCRIPT, str(svm), "cli"]
         if args.liblinear:
             # -s 8: L2-regularized L2-loss RankSVM by TRON (lee-lin2014), the AA-tree counting
             cmds[LIBLINEAR] = [args.liblinear, "-s", "8", "-c", "1", "-q", str(svm), f"{tmp}/MODEL"]
@@ -66,40 +82,138 @@ def whole_process(args) -> int:
         for i in range(args.repeat):
             # round robin: a slow spell of the machine hits every program alike, not just one;
             # a fresh model path per run: no program is asked to replace an existing file
-            for name, cmd in cmds.items():
-                runs[name].append(run_measured([a.replace("MODEL", f"model-{len(name)}-{i}") for a in cmd]))
-    medians = {name: {k: statistics.median(r[k] for r in rs) for k in MEASURES} for name, rs in runs.items()}
-    parse = parse_seconds(svm, args.repeat)
-    print(f"\n{svm.name}: {svm.stat().st_size / 1e6:.0f} MB, median of {args.repeat} (MB = MiB of peak RSS)")
-    print(process_table(medians))
-    if LIBLINEAR not in medians:
-        print("(no --liblinear binary given: ratios skipped)")
-    print("\nread_svmlight alone (in process, median of %d):" % args.repeat)
-    print(table(parse, list(parse[0])))
-    out = write_result("train_letor_process", {"file": svm.name, "bytes": svm.stat().st_size, "repeat": args.repeat,
-                                               "runs": runs, "median": medians, "parse": parse})
+            for k, (name, cmd) in enumerate(cmds.items()):
+                run = run_measured([a.replace("MODEL", f"model-{k}-{i}") for a in cmd])
+                runs[name].append({**run, **_fit_seconds(run.pop("output"))})
+        same = _same_models(tmp, list(cmds), args.repeat)
+    best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+    title = (f"{svm.name}: {args.rows:,} rows x {args.features} features ({svm.stat().st_size / 1e6:.0f} MB of text, "
+             f"{converted.stat().st_size / 1e6:.0f} MB as Parquet); min of {args.repeat} runs; MB = MiB")
+    print(f"\n{title}\n{process_table(best, same)}")
+    out = write_result(args.output, {"file": svm.name, "rows": args.rows, "features": args.features,
+                                     "repeat": args.repeat, "runs": runs, "min": best, "same_model_as_text": same})
     md = out.with_suffix(".md")
-    md.write_text(f"{svm.name} ({svm.stat().st_size / 1e6:.0f} MB), median of {args.repeat}\n\n"
-                  + process_table(medians, markdown=True) + "\n")
+    md.write_text(f"{title}\n\n{process_table(best, same, markdown=True)}\n")
+    if not args.skip_parse:
+        parse = parse_seconds(svm, args.repeat)
+        print("\nread_svmlight alone (in process, median of %d):" % args.repeat)
+        print(table(parse, list(parse[0])))
+        write_result(args.output, {**json.loads(out.read_text()), "parse": parse})
     print(f"\nwrote {out} and {md}")
     return 0
 
 
+def _train(path: Path, tmp: str) -> list[str]:
+    """``sparkrank train`` on the local engine, as the issue's table runs it."""
+    return [sys.executable, "-m", "sparkrank", "train", "--engine", "local", "--solver", "tron", "-C", "1",
+            "--input", str(path), "--model", f"{tmp}/MODEL", "-q"]
+
+
+#: The Python API as a user calls it: ``defaults`` (``load_svmlight`` reads CSR on one thread and
+#: ``train`` makes its own engine) or ``cli`` (what ``sparkrank train`` does: dense rows when they
+#: are smaller, parsing and passes on every core).  Prints its load and fit seconds as JSON.
+API_SCRIPT = r"""
+import json, sys, time
+import sparkrank
+from sparkrank.engines.local import LocalEngine
+from sparkrank.engines.threads import default_threads
+path, mode = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+if mode == "defaults":
+    data = sparkrank.load_svmlight(path)
+    t1 = time.perf_counter()
+    sparkrank.train(data, solver="tron", C=1.0)
+else:
+    data = sparkrank.load_svmlight(path, layout="auto", threads=default_threads())
+    t1 = time.perf_counter()
+    sparkrank.train(LocalEngine(data, threads=default_threads()), solver="tron", C=1.0)
+print(json.dumps({"load_s": t1 - t0, "fit_s": time.perf_counter() - t1}))
+"""
+
+
+def _fit_seconds(output: str) -> dict:
+    """The seconds a run says it spent: the API script's JSON line, the CLI's ``trained ...: N
+    iterations, objective X, S s`` line (its fit, the solver's time)."""
+    import re
+
+    for line in output.splitlines()[::-1]:
+        if line.startswith("{"):
+            return json.loads(line)
+        found = re.search(r"objective [^,]+, ([0-9.]+)s,", line)
+        if found:
+            return {"fit_s": float(found.group(1))}
+    return {}
+
+
+def _same_models(tmp: str, names: list[str], repeat: int) -> dict:
+    """Per CLI row, whether its models' weights are those of ``CLI text``'s bit for bit."""
+    from sparkrank.model import RankingModel
+
+    def weights(k: int, i: int) -> bytes | None:
+        path = Path(tmp) / f"model-{k}-{i}"
+        return RankingModel.load(str(path)).weights.tobytes() if path.exists() else None
+
+    text = weights(names.index("CLI text"), 0)
+    return {name: all(weights(k, i) == text for i in range(repeat))
+            for k, name in enumerate(names) if name.startswith("CLI") and weights(k, 0) is not None}
+
+
+def converted_parquet(svm: Path) -> Path:
+    """``sparkrank convert --engine local`` of the SVMlight file (its own Parquet layout), cached."""
+    path = svm.with_suffix(".convert.parquet")
+    if not path.exists():
+        subprocess.run([sys.executable, "-m", "sparkrank", "convert", "--engine", "local", "--input", str(svm),
+                        "--output", str(path)], check=True)
+    return path
+
+
+#: Writes the rows of sparkrank's Parquet (argv[1]) as Spark ML dense vectors (argv[2]), by Spark: a
+#: ``features`` vector column as Spark writes it, the same numbers and row order (one partition).
+SPARK_VECTORS_SCRIPT = r"""
+import sys
+from pyspark.sql import SparkSession, functions as F
+from pyspark.ml.functions import array_to_vector
+spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "6g")
+         .config("spark.ui.enabled", "false").getOrCreate())
+rows = spark.read.parquet(sys.argv[1]).coalesce(1)
+n = int(sys.argv[3])
+dense = F.expr(f"transform(sequence(0, {n - 1}), i -> coalesce(element_at(map_from_arrays(indices, values), i), 0D))")
+rows.select("label", "qid", array_to_vector(dense).alias("features")).write.mode("overwrite").parquet(sys.argv[2])
+spark.stop()
+"""
+
+
+def spark_vector_parquet(converted: Path) -> Path:
+    """The rows of ``converted`` as a Parquet directory written by Spark with a vector column, cached."""
+    import pyarrow.parquet as pq
+
+    path = converted.with_suffix(".spark-vectors.parquet")
+    if not path.exists():
+        n = pq.read_schema(converted).metadata[b"sparkrank.n_features"].decode()
+        subprocess.run([sys.executable, "-c", SPARK_VECTORS_SCRIPT, str(converted), str(path), n], check=True)
+    return path
+
+
 LIBLINEAR = "LIBLINEAR-ranksvm -s 8 -c 1"
-MEASURES = {"wall_s": ("wall", "{:.1f} s"), "cpu_s": ("CPU", "{:.1f} s"), "peak_mb": ("peak memory", "{:,.0f} MB")}
+#: Columns of the table: key, header, format.
+MEASURES = [("wall_s", "wall", "{:.1f} s"), ("cpu_s", "CPU", "{:.1f} s"), ("fit_s", "fit", "{:.2f} s"),
+            ("load_s", "load", "{:.2f} s"), ("peak_mb", "peak RSS", "{:,.0f} MB"),
+            ("tree_peak_mb", "tree peak", "{:,.0f} MB")]
 
 
-def process_table(medians: dict, markdown: bool = False) -> str:
-    """Issue 12's layout: a row per measure, a column per program, and sparkrank / LIBLINEAR ratios."""
-    names = list(medians)
-    base = medians.get(LIBLINEAR)
-    ours = [n for n in names if n != LIBLINEAR]
-    header = [""] + names + ([f"ratio {n.split()[-1]}" for n in ours] if base else [])
+def process_table(best: dict, same: dict, markdown: bool = False) -> str:
+    """A row per program: its measures, wall and peak memory over the text row's (and over
+    LIBLINEAR's when it ran), and whether its model is the text row's bit for bit."""
+    base, lib = best["CLI text"], best.get(LIBLINEAR)
+    header = ["", *(h for _, h, _ in MEASURES), "wall / text", "peak / text"]
+    header += ["peak / LIBLINEAR"] if lib else []
+    header += ["model = text's"]
     rows = []
-    for key, (label, fmt) in MEASURES.items():
-        row = [label] + [fmt.format(medians[n][key]) for n in names]
-        if base:
-            row += [f"{medians[n][key] / base[key]:.2f}" for n in ours]
+    for name, m in best.items():
+        row = [name, *(fmt.format(m[k]) if k in m else "-" for k, _, fmt in MEASURES),
+               f"{m['wall_s'] / base['wall_s']:.2f}", f"{m['peak_mb'] / base['peak_mb']:.2f}"]
+        row += [f"{m['peak_mb'] / lib['peak_mb']:.2f}"] if lib else []
+        row += [{True: "yes", False: "NO"}.get(same.get(name), "-")]
         rows.append(row)
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -141,7 +255,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=300_000, help="--whole-process: rows of the synthetic file")
     ap.add_argument("--features", type=int, default=136, help="--whole-process: dense features")
     ap.add_argument("--liblinear", metavar="PATH", help="--whole-process: LIBLINEAR-ranksvm's train binary")
-    ap.add_argument("--repeat", type=int, default=3, help="--whole-process: runs per program (median)")
+    ap.add_argument("--repeat", type=int, default=3, help="--whole-process: runs per program (the table: min)")
+    ap.add_argument("--data-dir", metavar="DIR", help="--whole-process: where the synthetic files are made and "
+                    "kept (default bench/results/data; 1M rows take ~3.5 GB)")
+    ap.add_argument("--spark-parquet", action="store_true",
+                    help="--whole-process: also a Parquet of Spark ML vectors written by Spark (minutes, once)")
+    ap.add_argument("--skip-parse", action="store_true", help="--whole-process: skip the read_svmlight timings")
+    ap.add_argument("--output", default="train_letor_process", help="--whole-process: result file name")
     args = ap.parse_args(argv)
     if args.whole_process:
         return whole_process(args)

@@ -240,7 +240,10 @@ def _group_rows(q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarra
 
 
 def _with_width(X, n_features: int):
-    """``X`` with zero columns appended up to ``n_features``."""
+    """``X`` with zero columns appended up to ``n_features`` (``X`` itself when it has them:
+    dense rows are not copied)."""
+    if X.shape[1] == n_features:
+        return X
     if isinstance(X, np.ndarray):
         return np.pad(X, ((0, 0), (0, n_features - X.shape[1])))
     import scipy.sparse as sp

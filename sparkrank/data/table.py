@@ -104,16 +104,23 @@ def combine_group_columns(table, group: tuple[str, ...]) -> np.ndarray:
 def _drop_invalid_rows(table, label_col: str | None, qid_col: str | None, where: str):
     """``(table without INVALID_ROWS, positions of the rows kept or None when none was
     dropped)``; logs how many were dropped."""
-    bad = np.zeros(table.num_rows, dtype=bool)
-    if label_col is not None:
-        label = table.column(label_col)
-        bad |= label.is_null().to_numpy(zero_copy_only=False)
-        values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
-        bad |= ~np.isfinite(values)
-    if qid_col is not None:
-        bad |= table.column(qid_col).is_null().to_numpy(zero_copy_only=False)
+    bad = invalid_row_mask(table.num_rows, None if label_col is None else table.column(label_col),
+                           None if qid_col is None else table.column(qid_col))
     n_bad = int(bad.sum())
     if not n_bad:
         return table, None
     log.warning("%sdropped %d of %d %s", where, n_bad, table.num_rows, INVALID_ROWS)
     return table.filter(pa.array(~bad)), np.flatnonzero(~bad)
+
+
+def invalid_row_mask(n_rows: int, label=None, group=None) -> np.ndarray:
+    """Which of ``n_rows`` rows are :data:`~sparkrank.data.block.INVALID_ROWS`: a null or
+    non-finite ``label`` (an Arrow column, or ``None``) or a null ``group`` id."""
+    bad = np.zeros(n_rows, dtype=bool)
+    if label is not None:
+        bad |= label.is_null().to_numpy(zero_copy_only=False)
+        values = np.asarray(label.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+        bad |= ~np.isfinite(values)
+    if group is not None:
+        bad |= group.is_null().to_numpy(zero_copy_only=False)
+    return bad

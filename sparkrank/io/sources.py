@@ -180,22 +180,27 @@ class Source:
             return self._svmlight_data(n_features, dtype, threads)
         from ..data.arrow import RowError
         from ..data.table import ranking_data_from_table
-        from .where import cannot_read, read_arrow
+        from .where import cannot_read, read_arrow, to_arrow_filter
 
         dataset = fmt.local_dataset(paths)
         names = dataset.schema.names
         where = f"{self.name}: "
         self.columns.check(names, where)
+        meta = dataset.schema.metadata or {}
+        stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
+        read = dict(n_features=n_features, stored_n_features=stored_n, dtype=dtype,
+                    drop_invalid_rows=drop_invalid_rows)
+        if self.format == "parquet":
+            flt = None if not self.where else to_arrow_filter(self.where, dataset.schema, where)
+            data = _parquet_batch_by_batch(dataset, self.columns, flt, self.where, where, read)
+            if data is not None:
+                return data
         try:
             table, flt = read_arrow(dataset, self.where, where)
         except Exception as exc:  # pyarrow's errors: a filter's types, a CSV value its column's type cannot hold
             if type(exc).__module__.startswith("pyarrow"):
                 raise DataError(cannot_read(self.name, self.where, exc)) from None
             raise
-        meta = dataset.schema.metadata or {}
-        stored_n = int(meta[b"sparkrank.n_features"]) if b"sparkrank.n_features" in meta else None
-        read = dict(n_features=n_features, stored_n_features=stored_n, dtype=dtype,
-                    drop_invalid_rows=drop_invalid_rows)
         try:
             return ranking_data_from_table(table, self.columns, where=where, **read)
         except RowError as exc:
@@ -286,6 +291,23 @@ class Source:
         if self.where:
             X, labels, qid = _filter_arrays(X, labels, qid, self.where, f"{self.name}: ")
         return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
+
+
+def _parquet_batch_by_batch(dataset, columns: ColumnSpec, flt, where_filter: str | None, where: str,
+                            read: dict) -> RankingData | None:
+    """Local Parquet read batch by batch into the final arrays (:mod:`sparkrank.data.parquet_rows`),
+    or ``None`` when that reader leaves the input to the whole-table path (bad data: that path
+    names the file and row; or a case it does not handle).  The caller reads the table only
+    after this returned, when the batch reader's arrays are gone."""
+    from ..data.parquet_rows import CannotStream, read_parquet_rows
+    from .where import filter_columns
+
+    try:
+        return read_parquet_rows(dataset, columns, flt=flt, where=where, **read,
+                                 filter_columns=filter_columns(where_filter, dataset.schema.names) if where_filter else ())
+    except CannotStream as exc:
+        log.debug("%sread as one table: %s", where, exc)
+        return None
 
 
 def _row_in_its_file(dataset, flt, columns: ColumnSpec, read: dict) -> str | None:

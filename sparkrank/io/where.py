@@ -32,7 +32,7 @@ import re
 
 from ..data.block import DataError
 from .filter_grammar import (And, Between, Column, Comparison, InList, IsNull, Literal, Not, Or,
-                             UnsupportedFilter, parse_filter)
+                             UnsupportedFilter, columns_of, parse_filter)
 from .formats import TEXT_NUMBER
 
 __all__ = ["UnsupportedFilter", "cannot_read", "locally_supported", "parse_filter", "read_arrow",
@@ -383,3 +383,11 @@ def locally_supported(text: str) -> bool:
     except UnsupportedFilter:
         return False
     return True
+
+
+def filter_columns(text: str, names) -> list[str]:
+    """The columns of ``names`` that ``--where`` ``text`` refers to (matched case-insensitively,
+    as :func:`to_arrow_filter` matches them), for a reader that must read them to filter."""
+    actual = {n.lower(): n for n in names}
+    return list(dict.fromkeys(actual[c.name.lower()] for c in columns_of(parse_filter(text))
+                              if c.name.lower() in actual))
