@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -52,9 +51,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def process_tree(root: int | None = None) -> set[int]:
-    """Process ``root`` (default: this one) and all its descendants (Linux ``/proc``): the Spark
-    JVM and its Python workers."""
+def process_tree() -> set[int]:
+    """This process and all its descendants (Linux ``/proc``): the Spark JVM and its Python workers."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -64,8 +62,7 @@ def process_tree(root: int | None = None) -> set[int]:
                 parents[int(entry)] = int(fields[1])
             except (OSError, IndexError, ValueError):
                 continue
-    root = os.getpid() if root is None else root
-    tree, frontier = {root}, [root]
+    tree, frontier = {os.getpid()}, [os.getpid()]
     while frontier:
         p = frontier.pop()
         for child, parent in parents.items():
@@ -87,50 +84,3 @@ def tree_cpu_seconds() -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
-
-
-class TreeMemorySampler:
-    """Peaks of the summed memory of process ``root`` (default: this one) and all its descendants,
-    sampled every ``interval`` seconds (a peak shorter than that can be missed).
-
-    ``peak_anon``: private anonymous memory (heaps, Arrow/numpy buffers, the JVM heap in use) —
-    what the job really needs.  ``peak_rss``: resident set including file-backed pages, which
-    counts the memory-mapped block files once per process that maps them (page cache the
-    kernel can drop at will), so it overstates the need.
-    """
-
-    def __init__(self, interval: float = 0.2, root: int | None = None):
-        self.interval, self.root = interval, root
-        self.peak_anon = 0
-        self.peak_rss = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> tuple[int, int]:
-        anon = rss = 0
-        for pid in process_tree(self.root):
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    for line in f:
-                        if line.startswith("RssAnon:"):
-                            anon += int(line.split()[1]) * 1024
-                        elif line.startswith("VmRSS:"):
-                            rss += int(line.split()[1]) * 1024
-            except OSError:
-                continue
-        return anon, rss
-
-    def _run(self):
-        while not self._stop.is_set():
-            anon, rss = self._sample()
-            self.peak_anon = max(self.peak_anon, anon)
-            self.peak_rss = max(self.peak_rss, rss)
-            self._stop.wait(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from _common import TreeMemorySampler
+from _tree_memory import TreeMemorySampler
 
 #: Runs the command as its own child and reports that child's resource usage.  Why a launcher:
 #: Linux keeps a process's peak RSS across ``exec`` (the kernel folds the old address space's
@@ -34,7 +34,7 @@ with os.fdopen(int(sys.argv[1]), "w") as report:
 def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     """Run ``cmd`` to completion; its wall seconds, CPU seconds (user + system), peak RSS in MB
     (``peak_mb``) and the peak of its whole process tree's summed RSS (``tree_peak_mb``,
-    :class:`~_common.TreeMemorySampler` every 0.1 s, the launcher's ~10 MB included).
+    :class:`~_tree_memory.TreeMemorySampler` every 0.1 s, the launcher's ~10 MB included).
 
     ``peak_mb`` is that of ``cmd``'s process alone (and the descendants it waited for), read
     with ``os.wait4`` by a small launcher process (see ``_LAUNCHER``), so neither this process's
@@ -46,7 +46,7 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,))
     finally:
         os.close(write_fd)
-    with os.fdopen(read_fd) as report, TreeMemorySampler(0.1, proc.pid) as tree:
+    with os.fdopen(read_fd) as report, TreeMemorySampler(proc.pid, 0.1) as tree:
         out = proc.stdout.read()
         measured = report.read()
     proc.wait()

@@ -1,6 +1,7 @@
 """End-to-end TRON training on the Spark engine as m grows (1M, 3M, 10M rows × 136 float32).
 
     python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
+                          [--dtype float32|float64] [--partitions P] [--compare-local]
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
 (executor placement, groups of ~120 rows; ``--build direct``, the default and what
@@ -9,10 +10,16 @@ row groups, ``--build shuffle`` has the JVM shuffle the rows by qid first), trai
 ``--max-iter``), and record block-build time, iterations, time per iteration, time per
 engine pass (the median of all, and of TRON's Hessian and value passes apart, each also over the
 time to read the block arrays once, and every pass in order in the JSON; then, after the fit, the
-median of 8 Hessian passes at its weights: the cost once the JVM's JIT and the first passes are behind), total time and the peak memory of the whole process tree (driver Python, JVM,
-Python workers; sampled every 0.2 s from /proc): anonymous memory (what the job needs) and
-resident set (which also counts the memory-mapped block files, once per worker mapping them).  Prints the table and the growth exponent of the per-pass
-time over m (1.0 = linear); writes bench/results/scale.json (scale_shuffle.json).
+median of 8 Hessian passes at its weights: the cost once the JVM's JIT and the first passes are behind), total time and the peak memory of the whole process tree during the build and the fit
+(``bench/_tree_memory.py``: driver Python, JVM, Python workers, sampled every 0.2 s from /proc),
+each process's and summed: resident set (which counts a memory-mapped block once per process
+mapping it), proportional set (shared pages split among the processes: the tree's real
+footprint) and anonymous memory.  Partitions: the engine's default (the memory model's, as
+``sparkrank train`` gets) unless ``--partitions``.  ``--compare-local`` also trains the same file
+with ``sparkrank train --engine local`` in a child process, samples its peak the same way and
+prints the ratio that matters: the Spark tree's peak over the in-process engine's.  Prints the
+tables and the growth exponent of the per-pass time over m (1.0 = linear); writes
+bench/results/scale.json (scale_shuffle.json).
 """
 
 from __future__ import annotations
@@ -20,7 +27,9 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,8 +37,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import TreeMemorySampler, growth_exponent, table, tree_cpu_seconds, write_result  # noqa: E402
+from _common import growth_exponent, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
+from _tree_memory import TreeMemorySampler  # noqa: E402
+from tree_peak import COLUMNS as PROCESS_COLUMNS  # noqa: E402
 
 
 class PassCounter:
@@ -108,18 +119,49 @@ def steady_hessian_seconds(engine, w: np.ndarray, passes: int = 8) -> float:
     return float(np.median(seconds))
 
 
+def local_peak(path: Path, args) -> dict:
+    """``sparkrank train --engine local`` on ``path`` (the same dtype, C and iterations) in a child
+    process: its wall time and the peaks of its process tree (``bench/_tree_memory.py``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "sparkrank", "train", "--input", str(path), "--engine", "local",
+               "--model", os.path.join(tmp, "model.json"), "--dtype", args.dtype, "-C", str(args.C)]
+        cmd += ["--max-iter", str(args.max_iter)] if args.max_iter else []
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with TreeMemorySampler(proc.pid) as mem:
+            _, err = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
+    return {"local_s": time.perf_counter() - t0, "local_peak_rss_gb": mem.peak_rss / 1e9,
+            "local_peak_pss_gb": mem.peak_pss / 1e9, "local_peak_anon_gb": mem.peak_anon / 1e9}
+
+
+def process_peaks(peaks) -> dict:
+    """The tree's summed peaks and each role's largest process (GB), for the summary row."""
+    out = {"peak_rss_gb": peaks.peak_rss / 1e9, "peak_pss_gb": peaks.peak_pss / 1e9,
+           "peak_anon_gb": peaks.peak_anon / 1e9}
+    for role, procs in peaks.by_role().items():
+        key = role.replace("python ", "").replace(" ", "_")
+        out[f"peak_{key}_gb"] = max(p.rss for p in procs) / 1e9
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 3_000_000, 10_000_000])
     ap.add_argument("--features", type=int, default=136)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--partitions", type=int, default=None, help="default: 2 per 1M rows, at least 2")
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="default: the engine's (the memory model's, as sparkrank train chooses)")
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--C", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=None)
-    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--driver-memory", default=None, help="spark.driver.memory (default: Spark's, 1g)")
     ap.add_argument("--build", choices=("direct", "shuffle"), default="direct",
                     help="direct: blocks read straight from the Parquet row groups (what `sparkrank train` "
                          "does for a plain local Parquet input); shuffle: rows shuffled by qid in the JVM")
+    ap.add_argument("--compare-local", action="store_true",
+                    help="also measure sparkrank train --engine local on the same file (peak memory, time)")
     args = ap.parse_args(argv)
 
     from sparkrank.engines.spark import SparkEngine
@@ -127,52 +169,63 @@ def main(argv=None) -> int:
     from sparkrank.spark.session import get_session
     from sparkrank.training import train
 
-    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
+    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)
     spark.sparkContext.setLogLevel("ERROR")
     local = spark.sparkContext.master.startswith("local")
     cores = spark.sparkContext.defaultParallelism
-    rows = []
+    rows, processes = [], []
     for m in args.sizes:
         path = synthetic_parquet(m, args.features)
-        partitions = args.partitions or max(2, 2 * round(m / 1e6))
-        with TreeMemorySampler() as mem:
+        with TreeMemorySampler() as mem:  # the build and the fit, not the measurements after it
             t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
             source = open_source(str(path), spark=spark)
             df, cols = source.dataframe(spark)
             engine = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
-                                 placement="executor", num_partitions=partitions, dtype=np.float32,
+                                 placement="executor", num_partitions=args.partitions, dtype=np.dtype(args.dtype).type,
                                  n_features=args.features,
                                  parquet_files=source.local_parquet_files() if args.build == "direct" else None)
             build, build_cpu = time.perf_counter() - t0, tree_cpu_seconds() - cpu0
             counter = PassCounter(engine)
             try:
                 model = train(engine, solver="tron", C=args.C, max_iter=args.max_iter)
-                t_train = time.perf_counter()
-                read_once = read_once_seconds(engine, cores) if local else None
-                counter.stop()  # the fit's passes only
-                steady = steady_hessian_seconds(engine, model.weights)
-                t0 += time.perf_counter() - t_train  # the bound's measurements are not part of the run
-            finally:
+            except BaseException:
                 engine.close()
-            total = time.perf_counter() - t0
+                raise
+        try:
+            t_train = time.perf_counter()
+            read_once = read_once_seconds(engine, cores) if local else None
+            counter.stop()  # the fit's passes only
+            steady = steady_hessian_seconds(engine, model.weights)
+            t0 += time.perf_counter() - t_train  # the bound's measurements are not part of the run
+        finally:
+            engine.close()
+        total = time.perf_counter() - t0
         s = model.summary
         per_pass = float(np.median(counter.seconds))
         hessian = counter.median_of("SquaredHingeHessianKernel")
         value = counter.median_of("SquaredHingeDiagonalKernel") or counter.median_of("SquaredHingeKernel")
-        rows.append({"rows": m, "build": args.build, "partitions": partitions, "build_s": build, "build_cpu_s": build_cpu,
-                     "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
-                     "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
-                     "read_once_s": read_once, "pass_over_read": None if read_once is None else per_pass / read_once,
-                     "s_per_hessian_pass": hessian, "s_per_value_pass": value,
-                     "hessian_over_read": None if read_once is None or hessian is None else hessian / read_once,
-                     "value_over_read": None if read_once is None or value is None else value / read_once,
-                     "s_per_steady_hessian_pass": steady,
-                     "steady_hessian_over_read": None if read_once is None else steady / read_once,
-                     "total_s": total, "peak_anon_gb": mem.peak_anon / 1e9, "peak_rss_gb": mem.peak_rss / 1e9,
-                     "objective": s["objective"], "converged": s["converged"],
-                     # every pass in order, to see the kinds and the first passes' warm-up (JVM JIT)
-                     "passes_in_order": [[kind, round(t, 4)] for kind, t in zip(counter.kinds, counter.seconds)]})
+        row = {"rows": m, "build": args.build, "dtype": args.dtype, "partitions": len(engine.refs),
+               "build_s": build, "build_cpu_s": build_cpu,
+               "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
+               "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
+               "read_once_s": read_once, "pass_over_read": None if read_once is None else per_pass / read_once,
+               "s_per_hessian_pass": hessian, "s_per_value_pass": value,
+               "hessian_over_read": None if read_once is None or hessian is None else hessian / read_once,
+               "value_over_read": None if read_once is None or value is None else value / read_once,
+               "s_per_steady_hessian_pass": steady,
+               "steady_hessian_over_read": None if read_once is None else steady / read_once,
+               "total_s": total, **process_peaks(mem.peaks),
+               "objective": s["objective"], "converged": s["converged"],
+               # every pass in order, to see the kinds and the first passes' warm-up (JVM JIT)
+               "passes_in_order": [[kind, round(t, 4)] for kind, t in zip(counter.kinds, counter.seconds)]}
+        if args.compare_local:
+            row.update(local_peak(path, args))
+            row["peak_rss_over_local"] = row["peak_rss_gb"] / row["local_peak_rss_gb"]
+            row["peak_pss_over_local"] = row["peak_pss_gb"] / row["local_peak_pss_gb"]
+        rows.append(row)
+        processes.append({"rows": m, **mem.peaks.as_json()})
         print(table(rows[-1:], [k for k in rows[-1] if k != "passes_in_order"]), flush=True)
+        print(table(mem.peaks.rows(), PROCESS_COLUMNS), flush=True)
     cols = [k for k in rows[0] if k != "passes_in_order"]
     print()
     print(table(rows, cols))
@@ -183,7 +236,13 @@ def main(argv=None) -> int:
         print(f"\ngrowth exponent over m: per engine pass {e_pass:.2f}, per TRON iteration {e_iter:.2f} (1.0 = linear)")
     else:
         e_pass = e_iter = None
-    print(f"wrote {write_result('scale' if args.build == 'direct' else 'scale_shuffle', {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
+    for r in rows:
+        if "peak_rss_over_local" in r:
+            print(f"{r['rows']:,} rows: Spark's process tree peaked at {r['peak_rss_gb']:.2f} GB resident "
+                  f"({r['peak_pss_gb']:.2f} GB proportional), {r['peak_rss_over_local']:.2f}x the in-process "
+                  f"engine's {r['local_peak_rss_gb']:.2f} GB")
+    name = "scale" if args.build == "direct" else "scale_shuffle"
+    print(f"wrote {write_result(name, {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 
 

@@ -30,6 +30,7 @@ is next to the engines it chooses between.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -63,11 +64,15 @@ def _build_local(source, *, n_features: int | None = None, dtype: type = np.floa
 
 
 def _ranking_data(source, n_features, dtype, drop_invalid_rows, threads=1):
-    from ..data import heap
+    from ..data import heap, memory
     from ..data.block import RankingData
 
     if isinstance(source, RankingData):
         return source if n_features is None else source.with_features(n_features)
+    found = input_shape(source, np.dtype(dtype).itemsize)
+    if found is not None:  # one line now rather than a MemoryError halfway through the read
+        shape = found if n_features is None else dataclasses.replace(found, features=max(n_features, found.features))
+        memory.check_local(shape, threads, source.name)
     data = source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows,
                                threads=threads)
     heap.return_freed_memory()  # what the read freed on its threads (data/heap.py)
@@ -82,12 +87,13 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
 
     df, cols = source.dataframe(spark or active_or_new_session())
     local_files = getattr(source, "local_parquet_files", None)
+    hint = None if num_partitions else input_shape(source, np.dtype(dtype).itemsize)
     try:
         return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
                            placement=placement, num_partitions=num_partitions, dtype=dtype,
                            aggregation_depth=aggregation_depth, n_features=n_features,
                            drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
-                           row_locator=getattr(source, "locate_row", None))
+                           row_locator=getattr(source, "locate_row", None), size_hint=hint)
     except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process
         from ..io.where import cannot_read
         from ..spark.errors import CAST_CONDITION, data_error_in
@@ -97,6 +103,35 @@ def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: ty
         if error is None or not where or not str(error).startswith(f"[{CAST_CONDITION}]"):
             raise
         raise DataError(cannot_read(source.name, where, error, getattr(source, "filter_option", "--where"))) from None
+
+
+def input_shape(source, itemsize: int):
+    """What a source's local files hold, told before they are read (the memory model's
+    :class:`~sparkrank.data.memory.DataShape`: Parquet footers, a sample of SVMlight text), or
+    ``None`` when that cannot be told (other formats, remote files, compressed text)."""
+    from ..data import memory
+    from ..data.arrow import FeatureSpec
+    from ..io import uri as U
+
+    files = [(U.local_path(entry.path), entry.size) for entry in getattr(source, "files", ())]
+    if not files or any(path is None for path, _ in files):
+        return None
+    columns = source.columns
+    try:
+        if source.format == "svmlight":
+            return memory.svmlight_shape(files, itemsize)
+        if source.format != "parquet":
+            return None
+        import pyarrow.parquet as pq
+
+        paths = [path for path, _ in files]
+        if columns.feature_cols:  # named numeric columns: dense rows of them
+            rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+            return memory.DataShape(rows, len(columns.feature_cols), itemsize=itemsize)
+        spec = FeatureSpec.detect(pq.read_schema(paths[0]).names, columns.features)
+        return memory.parquet_shape(paths, spec, itemsize)
+    except (OSError, ValueError):  # not readable or not as expected: the read says why
+        return None
 
 
 _COMMON = ("n_features", "dtype", "drop_invalid_rows")

@@ -45,7 +45,8 @@ from ..data.block import INVALID_ROWS, DataError
 from ..data.groups import QueryGroups
 from ..kernels.base import ScoreKernel
 from ..numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
-from ..spark import blocks
+from ..data.memory import MemoryBudgetError
+from ..spark import blocks, sizing
 from ..spark.errors import ClusterError
 from ..spark.io import feature_spec
 from ..spark.locate import FILE_COLUMN, FILE_ROW_COLUMN, is_row_error, locate_row_error, select_with_file_rows
@@ -146,7 +147,10 @@ class SparkEngine(Engine):
     placement : {"auto", "executor", "driver"}
         Where the kernel runs; ``auto`` = executor when there are group ids.
     num_partitions : int, optional
-        Blocks to build (default: the context's default parallelism).
+        Blocks to build.  Default: from the memory model (:mod:`sparkrank.spark.sizing`), enough
+        that each Python worker's block fits its budget, at least the context's default
+        parallelism and a multiple of the workers that run at once; the default parallelism
+        when the input's size is unknown.
     dtype : float64 or float32
         Feature storage precision on the executors.
     aggregation_depth : int, optional
@@ -167,6 +171,15 @@ class SparkEngine(Engine):
         ``row_locator(dtype, drop_invalid_rows=...) -> "file: row n: detail" | None``: the local
         engine's message for the bad rows of a source whose files are local, by reading them
         in-process (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
+    size_hint : sparkrank.data.memory.DataShape, optional
+        The input's shape as its source tells it before reading (rows, features, stored
+        entries), for the default partition count when ``df`` is not a plain Parquet scan.
+
+    Raises
+    ------
+    sparkrank.data.memory.MemoryBudgetError
+        When a pass cannot fit the memory the session's settings give it (the message names the
+        setting to raise): checked before building where the input's width is known, and after.
     """
 
     def __init__(
@@ -184,11 +197,13 @@ class SparkEngine(Engine):
         drop_invalid_rows: bool = False,
         parquet_files: list[str] | None = None,
         row_locator=None,
+        size_hint=None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
         self.owner = blocks.Owner.of_this_driver(self.sc.applicationId)
         self.is_local = self.sc.master.startswith("local")
+        self._session_memory = None  # read when first needed (_memory)
         # where the block manager keeps its directories: the executors' blocks go beside them
         self.local_dir = str(self.sc._jvm.org.apache.spark.util.Utils.getConfiguredLocalDirs(self.sc._jsc.sc().conf())[0])
         self._reset_store_state()
@@ -212,8 +227,11 @@ class SparkEngine(Engine):
         if placement == "executor" and qid_col is None:
             raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
         self.placement = placement
-        self.num_partitions = num_partitions or self.sc.defaultParallelism
         self.dtype = np.dtype(dtype).name
+        self._auto_partitions = num_partitions is None
+        self.num_partitions = num_partitions or sizing.default_partitions(
+            self._memory(), sizing.input_shape(df, self.spec, np.dtype(dtype).itemsize, parquet_files, size_hint),
+            self.sc.defaultParallelism)
         if aggregation_depth is not None and aggregation_depth < 1:
             raise ValueError(f"the treeAggregate depth must be at least 1, got {aggregation_depth}")
         self.aggregation_depth = aggregation_depth
@@ -234,7 +252,13 @@ class SparkEngine(Engine):
     #: shares with it: the session, the columns, the placement and the block layout.
     SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "spec",
                        "placement", "num_partitions", "dtype", "aggregation_depth", "tile_bytes", "_source_df",
-                       "_row_locator", "_df")
+                       "_row_locator", "_df", "_auto_partitions", "_session_memory")
+
+    def _memory(self) -> sizing.SessionMemory:
+        """The session's memory settings (read once)."""
+        if getattr(self, "_session_memory", None) is None:
+            self._session_memory = sizing.SessionMemory.of(self.sc, self.is_local)
+        return self._session_memory
 
     def _reset_store_state(self) -> None:
         """What belongs to this engine's own blocks: stores, kept states and their recipes,
@@ -333,8 +357,11 @@ class SparkEngine(Engine):
             return None
         if not row_groups:
             return None  # no rows, or a column Spark adds (a Hive partition): Spark reads them
-        runs = pb.split_runs(row_groups, self.num_partitions)
-        if len(runs) < self.num_partitions:
+        wanted = self.num_partitions
+        if self._auto_partitions:  # a block is whole row groups: no more blocks than row groups
+            wanted = min(wanted, max(len(row_groups), self.sc.defaultParallelism))
+        runs = pb.split_runs(row_groups, wanted)
+        if len(runs) < wanted:
             # a block is a run of whole row groups: fewer blocks than partitions would leave
             # cores idle in every later pass (a file written as one row group is one block)
             log.info("the files have %d Parquet row groups for %d partitions; shuffling rows by %s instead",
@@ -412,6 +439,7 @@ class SparkEngine(Engine):
             self.row_start[r.partition] = start
             start += r.n_rows
         n_rows = start
+        self._check_memory(refs)
         if self.placement == "driver":
             self._collect_driver_groups()
             g = self.groups
@@ -424,6 +452,17 @@ class SparkEngine(Engine):
                  "%d features, %.1f MB cached as memory-mapped blocks, built in %.1fs",
                  self.placement, len(refs), s.n_rows, s.n_groups, s.n_groups_without_pairs, s.n_pairs,
                  s.n_features, sum(r.nbytes for r in refs) / 1e6, time.perf_counter() - t0)
+
+    def _check_memory(self, refs) -> None:
+        """Refuse passes that cannot fit the session's memory (:func:`sizing.check_passes`),
+        the blocks deleted first."""
+        tasks = self._pass_refs().getNumPartitions()
+        depth = self.aggregation_depth or auto_aggregation_depth(tasks, self.n_features)
+        try:
+            sizing.check_passes(self._memory(), refs, tasks, depth, self.n_features, self.placement)
+        except MemoryBudgetError:
+            self.close()
+            raise
 
     def _collect_driver_groups(self) -> None:
         parts = sorted(self._refs_rdd.mapPartitions(blocks.labels_task()).collect(), key=lambda t: t[0])

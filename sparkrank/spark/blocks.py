@@ -43,11 +43,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..data import memory
 from ..data.block import DROP_HINT, DataError, RankingData
 from ..data.groups import QueryGroups
 from ..engines.tiles import Tile, fused_pass, make_tiles, stats_sum
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
 from ..numerics.linalg import matvec
+from .block_writer import DENSE as _DENSE, write_block as _write_block  # noqa: F401 - a block's files
 from .errors import UnsafeDirectoryError
 from .private_dir import check_private, private_dir
 from .shutdown import process_stat
@@ -56,13 +58,10 @@ from .worker import worker_task
 
 REF_SCHEMA = (
     "partition int, path string, host string, n_rows long, n_groups long, n_pairs long, "
-    "n_groups_without_pairs long, width int, nbytes long, error string"
+    "n_groups_without_pairs long, width int, nnz long, nbytes long, error string"
 )
 _CSR_ARRAYS = ("indptr", "indices", "data")
 _GROUP_ARRAYS = ("labels", "offsets", "label_rank", "n_levels", "pairs_per_group")
-#: The file of a block whose features are dense rows (a fixed-width array column): one
-#: C-ordered ``(rows, width)`` array instead of CSR's three, no column indices.
-_DENSE = "dense"
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class CsrArrays:
 
 @dataclass(frozen=True)
 class Block:
-    X: "CsrArrays | np.ndarray"
+    X: "CsrArrays | np.ndarray | None"  # None in the per-worker cache of groups (open_block)
     groups: QueryGroups
     qids: np.ndarray | None
 
@@ -250,27 +249,39 @@ def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str |
     def task(batches: Iterator["pa.RecordBatch"]):
         from pyspark import TaskContext
 
+        from .block_writer import BlockWriter
+
         pid = TaskContext.get().partitionId()
         _sweep_once(owner)
-        batches = list(batches)
         ref = {"partition": pid, "path": "", "host": socket.gethostname(), "n_rows": 0, "n_groups": 0,
-               "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nbytes": 0, "error": None}
-        table = None
+               "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nnz": 0, "nbytes": 0, "error": None}
+        # the rows decoded batch by batch into the block's files (block_writer.py: one batch in memory)
+        writer = BlockWriter(os.path.join(app_dir(owner), store_id, f"part-{pid:05d}"), label_col, qid_col, spec,
+                             dtype, max_features)
+        batch = None
         try:
-            table = pa.Table.from_batches(batches) if batches else None
-            if table is None or table.num_rows == 0:
-                data = RankingData.from_arrays(np.zeros((0, 0)), np.zeros(0), None if qid_col is None else np.zeros(0))
-            else:
-                data = decode_rows(table, label_col, qid_col, spec, dtype, max_features)
-            path = os.path.join(app_dir(owner), store_id, f"part-{pid:05d}")
-            ref.update(_write_block(path, data))
+            for batch in batches:
+                writer.add(batch)
+            ref.update(writer.finish())
         except RowError as exc:
-            ref["error"] = f"{_sample(table, label_col, qid_col, exc.row)}: {exc.detail}"
+            writer.discard()
+            ref["error"] = f"{_sample(batch, label_col, qid_col, exc.row)}: {exc.detail}"
         except DataError as exc:
+            writer.discard()
             ref["error"] = str(exc)
+        finally:
+            release_arrow_memory()
         yield pa.RecordBatch.from_pylist([ref], schema=_ref_arrow_schema())
 
     return worker_task(task)
+
+
+def release_arrow_memory() -> None:
+    """Give back what Arrow's allocator kept of the memory it freed: mimalloc, pyarrow's default,
+    holds freed pages for reuse, 1.4 GB of a worker that had decoded a 1M x 136 block."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def feature_type(schema, spec) -> str:
@@ -312,7 +323,8 @@ def _ref_arrow_schema():
 
     return pa.schema([("partition", pa.int32()), ("path", pa.string()), ("host", pa.string()),
                       ("n_rows", pa.int64()), ("n_groups", pa.int64()), ("n_pairs", pa.int64()),
-                      ("n_groups_without_pairs", pa.int64()), ("width", pa.int32()), ("nbytes", pa.int64()),
+                      ("n_groups_without_pairs", pa.int64()), ("width", pa.int32()), ("nnz", pa.int64()),
+                      ("nbytes", pa.int64()),
                       ("error", pa.string())])
 
 
@@ -340,29 +352,6 @@ def _qids(table, qid_col) -> np.ndarray:
     return group_id_array(table.column(qid_col), qid_col, "", DROP_HINT)
 
 
-def _write_block(path: str, data: RankingData) -> dict:
-    if os.path.exists(path):
-        shutil.rmtree(path)
-    os.makedirs(path)
-    g = data.groups
-    X = data.X
-    if isinstance(X, np.ndarray):
-        arrays = {_DENSE: X}
-    else:
-        arrays = {"indptr": X.indptr.astype(np.int64, copy=False), "indices": X.indices.astype(np.int32, copy=False),
-                  "data": X.data}
-    arrays.update({"labels": g.labels, "offsets": g.offsets, "label_rank": g.label_rank,
-                   "n_levels": g.n_levels, "pairs_per_group": g.pairs_per_group})
-    if data.qids is not None:
-        arrays["qids"] = np.asarray(data.qids)
-    nbytes = 0
-    for name, arr in arrays.items():
-        np.save(os.path.join(path, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
-        nbytes += arr.nbytes
-    return {"path": path, "n_rows": data.n_rows, "n_groups": g.n_groups, "n_pairs": g.n_pairs,
-            "n_groups_without_pairs": g.n_groups_without_pairs, "width": data.n_features, "nbytes": nbytes}
-
-
 _OPEN: dict[str, Block] = {}
 
 
@@ -386,28 +375,47 @@ def _heartbeat(block_path: str) -> None:
 
 
 def open_block(path: str, width: int) -> Block:
-    """Memory-map a block (cached per Python worker)."""
+    """Memory-map a block: its groups cached per Python worker, its features mapped while the
+    worker uses this block and no other.
+
+    Why only one block's features: nothing pins a partition to a Python worker, so over the
+    passes every worker of an executor runs every block; kept mapped, each worker's resident
+    set grew to all the blocks (2.2 GB for each of local[2]'s workers over a 2.2 GB store,
+    pages the kernel shares but every process's resident set counts).  A block mapped again
+    costs nothing measurable (the pages are in the page cache; 0.12 s to read 1.1 GB either
+    way), so a worker holds one block's features at a time: its share of the data.
+    """
     _heartbeat(path)
     block = _OPEN.get(path)
-    if block is not None:
-        return block
-    if not os.path.isdir(path):
-        raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
-    _check_app_dir(path)
+    if block is None:
+        if not os.path.isdir(path):
+            raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
+        _check_app_dir(path)
+        qpath = os.path.join(path, "qids.npy")
+        qids = np.load(qpath, allow_pickle=False) if os.path.exists(qpath) else None
+        block = _OPEN[path] = Block(None, QueryGroups(*(_load(path, name) for name in _GROUP_ARRAYS)), qids)
+    X = _MAPPED.get(path)
+    if X is None:
+        _MAPPED.clear()  # the block this worker used before: unmapped once the task lets go of it
+        X = _MAPPED[path] = _map_features(path, width)
+    return Block(X, block.groups, block.qids)
 
-    def load(name):
-        return np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False))
 
+def _load(path: str, name: str) -> np.ndarray:
+    return np.asarray(np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False))
+
+
+def _map_features(path: str, width: int):
     if os.path.exists(os.path.join(path, _DENSE + ".npy")):
-        X = load(_DENSE)
-    else:
-        a = {name: load(name) for name in _CSR_ARRAYS}
-        X = CsrArrays(a["indptr"], a["indices"], a["data"], (a["indptr"].shape[0] - 1, width))
-    qpath = os.path.join(path, "qids.npy")
-    qids = np.load(qpath, allow_pickle=False) if os.path.exists(qpath) else None
-    block = Block(X, QueryGroups(*(load(name) for name in _GROUP_ARRAYS)), qids)
-    _OPEN[path] = block
-    return block
+        return _load(path, _DENSE)
+    if not os.path.exists(os.path.join(path, "indptr.npy")):
+        raise BlockMissingError(f"sparkrank block {path} is not on host {socket.gethostname()}")
+    a = {name: _load(path, name) for name in _CSR_ARRAYS}
+    return CsrArrays(a["indptr"], a["indices"], a["data"], (a["indptr"].shape[0] - 1, width))
+
+
+#: The features of the one block this Python worker works on (:func:`open_block`).
+_MAPPED: dict[str, "CsrArrays | np.ndarray"] = {}
 
 
 def _check_app_dir(block_path: str) -> None:
@@ -439,6 +447,7 @@ def block_tiles(path: str, block: Block, kernel, tile_bytes: int | None) -> list
 def remove_store(paths: list[str]) -> None:
     for path in paths:
         _OPEN.pop(path, None)
+        _MAPPED.pop(path, None)
         for key in [k for k in _TILES if k[0] == path]:
             del _TILES[key]
         shutil.rmtree(path, ignore_errors=True)
@@ -688,8 +697,8 @@ def cleanup_task(owner: Owner, store_ids: tuple[str, ...]):
 
 
 #: A block's column sums over at least this many features travel as their non-zero columns
-#: when those are at most a quarter of them (:class:`SparseSums`).
-SPARSE_SUMS_MIN_FEATURES = 1 << 16
+#: when those are at most a quarter of them (:class:`SparseSums`; the memory model's bound too).
+SPARSE_SUMS_MIN_FEATURES = memory.SPARSE_SUMS_MIN_FEATURES
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def fold_subset_task(owner: blocks.Owner, store_id: str, k: int, seed: int, fold
 
         for ref in refs:
             out = {"partition": ref.partition, "path": "", "host": socket.gethostname(), "n_rows": 0,
-                   "n_groups": 0, "n_pairs": 0, "n_groups_without_pairs": 0, "width": ref.width, "nbytes": 0,
+                   "n_groups": 0, "n_pairs": 0, "n_groups_without_pairs": 0, "width": ref.width, "nnz": 0, "nbytes": 0,
                    "error": None}
             block = blocks.open_block(ref.path, ref.width) if ref.n_rows else None
             keep = np.zeros(0, dtype=np.int64) if block is None else \
