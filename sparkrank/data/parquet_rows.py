@@ -33,14 +33,13 @@ counts).  Bad data costs that path's memory; good data never does.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 
 from .arrow import FeatureSpec, group_id_array, label_array
 from .block import DROP_HINT, INVALID_ROWS, RankingData, max_features_limit
 from .row_fill import BAD_ROW, MAX_COLUMN, NNZ, fill_sparse_rows, narrow_rows
+from .sparse_lists import CannotStream, ListRows, StructRows, VectorRows, no_lists
 from .table import combine_group_columns, invalid_row_mask
 
 log = logging.getLogger("sparkrank")
@@ -52,11 +51,6 @@ log = logging.getLogger("sparkrank")
 BATCH_BYTES = 4 << 20
 #: Bytes read from a file at a time (pyarrow's buffered stream, instead of whole column chunks).
 READ_BUFFER_BYTES = 1 << 20
-
-
-class CannotStream(Exception):
-    """The batch reader leaves this input to the whole-table path (bad data, or a case it does
-    not handle); the message says why, for the debug log."""
 
 
 def read_parquet_rows(dataset, columns, *, flt=None, filter_columns=(), n_features: int | None = None,
@@ -274,11 +268,11 @@ def _feature_sink(spec, feature_cols, schema, files, m_upper: int, limit: int | 
     if feature_cols:
         return _NamedColumns(list(feature_cols), schema, m_upper, dtype)
     if spec.features_col is None:
-        return _SparseRows(_ListRows(spec.indices_col, spec.values_col), files, m_upper, limit, dtype)
+        return _SparseRows(ListRows(spec.indices_col, spec.values_col), files, m_upper, limit, dtype)
     typ = schema.field(spec.features_col).type
     if pa.types.is_struct(typ):
         fields = {typ.field(i).name for i in range(typ.num_fields)}
-        rows = _VectorRows(spec.features_col) if "type" in fields else _StructRows(spec.features_col)
+        rows = VectorRows(spec.features_col) if "type" in fields else StructRows(spec.features_col)
         return _SparseRows(rows, files, m_upper, limit, dtype)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
         return _DenseLists(spec.features_col, m_upper, limit, dtype)
@@ -373,81 +367,8 @@ class _NamedColumns:
         return _shrunk(self.out, m)
 
 
-@dataclass(frozen=True)
-class _Lists:
-    """One batch's sparse rows as the kernel takes them (see :func:`.row_fill.fill_sparse_rows`)."""
-
-    kinds: np.ndarray
-    sizes: np.ndarray
-    i_off: np.ndarray
-    indices: np.ndarray
-    v_off: np.ndarray
-    values: np.ndarray
-
-
-_NO_KINDS, _NO_SIZES = np.empty(0, np.int8), np.empty(0, np.int32)
-
-
-def _lists(indices, values, kinds=_NO_KINDS, sizes=_NO_SIZES, dense_rows=None) -> _Lists:
-    """The kernel's arrays of list arrays ``indices`` and ``values`` (no copy: their offsets and
-    whole children); :class:`CannotStream` for nulls (but the indices of ``dense_rows``), or
-    element types other than integer indices and float values."""
-    if values.null_count or values.values.null_count or indices.values.null_count:
-        raise CannotStream("a null feature list or value")
-    if indices.null_count and (dense_rows is None or np.any(indices.is_null().to_numpy(zero_copy_only=False)
-                                                            & ~dense_rows)):
-        raise CannotStream("a null feature index list")
-    if not (pa.types.is_integer(indices.values.type) and pa.types.is_floating(values.values.type)):
-        raise CannotStream(f"feature lists of {indices.values.type} and {values.values.type}")
-    return _Lists(kinds, sizes, indices.offsets.to_numpy(), indices.values.to_numpy(),
-                  values.offsets.to_numpy(), values.values.to_numpy())
-
-
-class _ListRows:
-    """Top-level ``indices`` and ``values`` list columns (``write_parquet``'s layout)."""
-
-    vectors = False
-
-    def __init__(self, indices: str, values: str):
-        self.indices, self.values = indices, values
-        self.leaves = (indices, values)
-
-    def lists(self, batch) -> _Lists:
-        return _lists(batch.column(self.indices), batch.column(self.values))
-
-
-class _StructRows(_ListRows):
-    """A ``struct<indices, values>`` column (the Spark SVMlight reader's rows)."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.leaves = (f"{name}.indices", f"{name}.values")
-
-    def lists(self, batch) -> _Lists:
-        col = batch.column(self.name)
-        if col.null_count:
-            raise CannotStream("a null feature struct")
-        return _lists(col.field("indices"), col.field("values"))
-
-
-class _VectorRows(_StructRows):
-    """A Spark ML vector column: ``struct<type: int8, size: int32, indices, values>``, dense
-    (type 1) and sparse rows mixed."""
-
-    vectors = True
-
-    def lists(self, batch) -> _Lists:
-        col = batch.column(self.name)
-        kinds = col.field("type")
-        if col.null_count or kinds.null_count:
-            raise CannotStream("a null feature vector")
-        kinds = kinds.to_numpy(zero_copy_only=False).astype(np.int8, copy=False)
-        sizes = col.field("size").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-        return _lists(col.field("indices"), col.field("values"), kinds, sizes, kinds == 1)
-
-
 class _SparseRows:
-    """Sparse feature rows (:class:`_ListRows` and its kinds) into dense rows or CSR (see the module
+    """Sparse feature rows (:class:`~.sparse_lists.ListRows` and its kinds) into dense rows or CSR (see the module
     docstring for which); the kernel checks every row as the whole-table path does."""
 
     def __init__(self, rows, files: list[_Footer], m_upper: int, limit: int | None, dtype):
@@ -491,7 +412,7 @@ class _SparseRows:
             raise CannotStream("more feature values than the footers said")
         dense = self.dense is not None
         out_dense = self.dense if dense else np.empty((0, 0), self.dtype)
-        indptr, indices, values = self.csr if not dense else (_NO_INDPTR, _NO_INDICES, np.empty(0, self.dtype))
+        indptr, indices, values = self.csr if not dense else no_lists(self.dtype)
         fill_sparse_rows(lists.kinds, lists.sizes, lists.i_off, lists.indices, lists.v_off, lists.values, self.width,
                          self._columns_allowed(), dense, out_dense, indptr, indices, values, row0, self.result)
         if self.result[BAD_ROW] >= 0:
@@ -529,5 +450,3 @@ class _SparseRows:
             raise CannotStream(f"{width} feature columns")
         return width
 
-
-_NO_INDPTR, _NO_INDICES = np.zeros(1, np.int64), np.empty(0, np.int32)
