@@ -196,6 +196,23 @@ def _solver_help() -> str:
     return "; ".join(f"{s.name}: {s.method}" for s in SOLVERS.values()) + " (default tron)"
 
 
+def _by_solver(value_of) -> str:
+    """``"1; toppush 0.0625"``: the common value of a registry field, then the solvers that differ."""
+    values = [value_of(s) for s in SOLVERS.values()]
+    common = max(set(values), key=values.count)
+    return "; ".join([f"{common:g}" if isinstance(common, float) else str(common)]
+                     + [f"{s.name} {value_of(s):g}" if isinstance(value_of(s), float) else f"{s.name} {value_of(s)}"
+                        for s in SOLVERS.values() if value_of(s) != common])
+
+
+def _c_defaults() -> str:
+    return _by_solver(lambda s: s.default_C)
+
+
+def _tune_metric_defaults() -> str:
+    return _by_solver(lambda s: s.tune_metric)
+
+
 def _tol_help() -> str:
     return "; ".join(f"{s.name}: {s.tol_meaning} (default {s.default_tol:g})" for s in SOLVERS.values())
 
@@ -242,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write the model JSON (checked writable before training; written atomically)")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
     reg = p.add_mutually_exclusive_group()
-    reg.add_argument("-C", "--C", dest="C", type=POSITIVE_FLOAT, help="LIBLINEAR-style C (default 1)")
+    reg.add_argument("-C", "--C", dest="C", type=POSITIVE_FLOAT, help=f"LIBLINEAR-style C (default {_c_defaults()})")
     reg.add_argument("--lambda", dest="lam", type=POSITIVE_FLOAT,
                      help="BMRM-style λ (alternative to -C; solvers "
                           f"{', '.join(s.name for s in SOLVERS.values() if s.takes_lambda)})")
@@ -786,7 +803,6 @@ def _write_text_output(out: str, write_local) -> None:
 def _add_tune_and_report(sub) -> None:
     """The ``tune`` and ``report`` subcommands, and ``--report DIR`` on ``train``."""
     from .evaluation.names import METRICS_HELP
-    from .selection import DEFAULT_METRIC
 
     sub.choices["train"].add_argument(
         "--report", metavar="DIR", help="also write PNGs to DIR: convergence, and (local engine) scores by label")
@@ -805,8 +821,8 @@ def _add_tune_and_report(sub) -> None:
     grid.add_argument("--C-range", dest="C_range", type=int, nargs=2, metavar=("LOW", "HIGH"),
                       help="try C = 2^LOW, 2^(LOW+1), ..., 2^HIGH")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron", help=_solver_help())
-    p.add_argument("--metric", default=DEFAULT_METRIC, help=f"validation metric: {METRICS_HELP} "
-                                                            f"(default {DEFAULT_METRIC})")
+    p.add_argument("--metric", default=None, help=f"validation metric: {METRICS_HELP} (default: the solver's, "
+                                                  f"{_tune_metric_defaults()})")
     p.add_argument("--tol", type=POSITIVE_FLOAT, default=None,
                    help="solver tolerance (default: the solver's); with warm starts TRON's relative rule lets "
                         "large C keep the previous C's solution (rows marked 'kept'): 1e-5 avoids that")

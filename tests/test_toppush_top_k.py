@@ -400,6 +400,9 @@ def test_tune_selects_c_and_top_fraction_together():
     default = SOLVERS["toppush"].option("top_fraction").tune_values
     searched = tune(data, valid=valid, solver="toppush", C_grid=[1.0], max_iter=5)
     assert [r.options["top_fraction"] for r in searched.rows] == list(default)
+    # with no metric given, TopPush is selected by what it optimises: the positives at the top
+    assert searched.metric == "positives_at_top"
+    assert tune(data, valid=valid, solver="tron", C_grid=[1.0], max_iter=5).metric == "pairwise_accuracy"
     fixed = tune(data, valid=valid, solver="toppush", C_grid=[1.0], max_iter=5, solver_options={"top_fraction": 0.2})
     assert [r.options for r in fixed.rows] == [{}] and fixed.model.options["top_fraction"] == 0.2
     with pytest.raises(ValueError, match="both given"):

@@ -23,7 +23,7 @@ from ..numerics.vectors import fit_length
 from ..solvers.registry import SolverSpec, solver_spec
 from ..training import train
 from .folds import KFold, OpenedEngine, as_source
-from .grid import DEFAULT_METRIC, check_c_grid
+from .grid import check_c_grid
 from .result import TuneResult, combine_folds
 
 log = logging.getLogger("sparkrank.tune")
@@ -36,7 +36,7 @@ def tune(
     folds: int | None = None,
     C_grid: Sequence[float] | None = None,
     solver: str = "tron",
-    metric: str = DEFAULT_METRIC,
+    metric: str | None = None,
     tol: float | None = None,
     counting: str = DEFAULT_COUNTING,
     max_iter: int | None = None,
@@ -70,8 +70,9 @@ def tune(
         :data:`DEFAULT_C_GRID`.
     solver : str
         Any name in :data:`sparkrank.solvers.registry.SOLVERS`.
-    metric : str
-        ``pairwise_accuracy`` (default), ``auc``, ``mean_ndcg``, ``ndcg@K``, ``positives_at_top``
+    metric : str, optional
+        The solver's ``tune_metric`` by default (``pairwise_accuracy``; TopPush:
+        ``positives_at_top``), or ``pairwise_accuracy``, ``auc``, ``mean_ndcg``, ``ndcg@K``, ``positives_at_top``
         or ``precision@K`` in either spelling of :mod:`sparkrank.evaluation.names`; higher is better.
     tol, counting, max_iter, solver_options :
         As in :func:`sparkrank.training.train`.
@@ -120,7 +121,7 @@ def tune(
         if not cold_start:
             log.info("%s cannot start from given weights: every C is trained from zero", solver)
         cold_start = True
-    metric = canonical_metric(metric)  # "NDCG@10", "ndcg@10"; "pairwiseAccuracy", "pairwise_accuracy"
+    metric = canonical_metric(metric or spec.tune_metric)  # "NDCG@10", "ndcg@10"; "pairwiseAccuracy", "pairwise_accuracy"
     ks = metric_ks(metric)
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):

@@ -157,6 +157,9 @@ class SolverSpec:
         Whether ``run`` takes ``resume=`` (its state in checkpoints continues bit for bit).
     default_C : float
         ``C`` when neither ``C`` nor ``λ`` is given (LIBLINEAR's 1, unless measurements chose another).
+    tune_metric : str
+        The validation metric ``tune`` selects by when none is given: what the loss optimises
+        (pairwise accuracy for the pairwise losses, the positives at the top for TopPush).
     """
 
     name: str
@@ -173,6 +176,7 @@ class SolverSpec:
     counts_pairs: bool = False
     resumes: bool = True
     default_C: float = DEFAULT_C
+    tune_metric: str = "pairwise_accuracy"
     _by_name: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -273,4 +277,5 @@ register(SolverSpec(
                "global ranking) instead of the single top one; 0 is li2014's TopPush, whose optimum is often w = 0 "
                "on noisy data", low=0.0, high=1.0, closed_low=True, closed_high=True, recorded=True,
                tune_values=TOP_FRACTION_TUNE_VALUES),
-    ), warm_start=False, resumes=False, default_C=DEFAULT_TOPPUSH_C))
+    ), warm_start=False, resumes=False, default_C=DEFAULT_TOPPUSH_C,
+    tune_metric="positives_at_top"))
