@@ -19,6 +19,7 @@ from ..evaluation.kernel import MetricsKernel
 from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
 from ..numerics.vectors import fit_length
+from ..objectives.base import require_pairs
 from ..solvers.registry import solver_spec
 from ..training import train
 from .folds import KFold, OpenedEngine, as_source
@@ -155,6 +156,7 @@ def tune(
     with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
         if valid is not None:
             with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+                require_pairs(tr, names[0])  # before any fit, naming the input
                 check_valid_width(tr, va, names)
                 paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
                                checkpoints and checkpoints.path(0, tr, va))]
