@@ -31,7 +31,6 @@ from .engines.registry import ENGINES
 from .io.formats import DELTA_AVAILABLE, FORMAT_CHOICES
 from .io.outputs import WRITE_MODES
 from .kernels.startup import defer_numba_blas_probe
-from .spark.errors import ClusterError
 from .solvers.registry import SOLVERS
 
 log = logging.getLogger("sparkrank")
@@ -448,6 +447,7 @@ def _load_model(path: str):
 
 def _cmd_train(args) -> int:
     from .io.outputs import check_output_file
+    from .objectives.base import require_pairs
     from .training import train
 
     solver_options = _solver_options(args)  # bad options fail before any Spark job
@@ -459,6 +459,7 @@ def _cmd_train(args) -> int:
     check_max_features(args.n_features or 0, None, "--n-features")
     source = inputs.source()
     with inputs.engine(source, args.n_features) as engine:
+        require_pairs(engine, source.name + (f" (--where {args.where!r})" if args.where else ""))
         w0 = None if init is None else _init_weights(args, init, engine.summary.n_features)
         start = _checkpoints(args, engine, w0)
         model = train(engine, solver=args.solver, C=args.C, lam=args.lam, tol=args.tol,
@@ -786,12 +787,15 @@ def _write_text_output(out: str, write_local) -> None:
     import os
     import tempfile
 
-    from .io.fs import LOCAL, filesystem
+    from .io.fs import LOCAL, FileError, filesystem
 
     fd, tmp = tempfile.mkstemp(suffix=".sparkrank.tmp")
     os.close(fd)
     try:
-        write_local(tmp)
+        try:
+            write_local(tmp)
+        except OSError as exc:  # the system's temporary directory is full: say which file it was for
+            raise FileError(f"cannot write {out} (through {tmp})", exc.strerror or str(exc), exc.errno) from None
         filesystem(out).write_bytes(out, LOCAL.read_bytes(tmp))
     finally:
         os.remove(tmp)
@@ -971,28 +975,25 @@ COMMANDS = {"train": _cmd_train, "predict": _cmd_predict, "evaluate": _cmd_evalu
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``sparkrank`` console script."""
+    """Entry point of the ``sparkrank`` console script: the command's exit status, every known
+    failure reported in one line (:func:`sparkrank.failures.run_command`)."""
+    from .failures import run_command
+
     args = build_parser().parse_args(argv)
     _setup_logging(args)
-    try:
+
+    def command() -> int:
         with feature_limit(getattr(args, "max_features", None)):
             return COMMANDS[args.command](args)
-    except (DataError, OSError, ValueError, ClusterError) as exc:
-        print(f"sparkrank {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a Spark job failed: a DataError raised in a task becomes the same message
-        from .spark.errors import data_error_in
 
-        data_error = data_error_in(exc)
-        if data_error is None:
-            raise
-        print(f"sparkrank {args.command}: error: {data_error}", file=sys.stderr)
-        return 2
+    return run_command(args.command, command)
 
 
 def run(argv: list[str] | None = None) -> None:
     """The ``sparkrank`` console script (and the ``jobs/`` scripts): :func:`main` on ``argv``
     (default ``sys.argv[1:]``), then exit with its status."""
+    from .failures import exit_process
+
     # numba's first dispatch would import scipy.linalg only to probe for BLAS (0.25 s, ~13 MB)
     defer_numba_blas_probe()
     # This process owns the interpreter.  What the imports built (numba's ~100k compiler and
@@ -1005,7 +1006,7 @@ def run(argv: list[str] | None = None) -> None:
     # not run the cyclic collector over it (0.15 s of every run); memory goes back to the OS
     # at exit anyway.
     gc.freeze()
-    sys.exit(status)
+    exit_process(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -169,12 +169,15 @@ class RankingModel:
 
         from .io import uri as U
         from .io.fs import filesystem
+        from .solvers.result import accepted_records
 
         path = str(path)
         fs = filesystem(path)
         try:
             d = json.loads(fs.read_text(path))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            raise ValueError(f"cannot read model file {path}: its JSON is nested too deeply") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: bad JSON, a 5000-digit number
             raise ValueError(f"cannot read model file {path}: {exc}") from exc
         if not isinstance(d, dict):
             raise ValueError(f"model file {path} holds a JSON {type(d).__name__}, not an object with weights")
@@ -191,7 +194,18 @@ class RankingModel:
                     weights = np.load(io.BytesIO(fs.read_bytes(npy)), allow_pickle=False)
                 except (OSError, ValueError) as exc:
                     raise ValueError(f"cannot read the weights file {npy} of model {path}: {exc}") from exc
-        return cls.from_dict(d, weights=weights, source=path)
+        malformed = (TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+        try:
+            model = cls.from_dict(d, weights=weights, source=path)
+        except malformed as exc:  # any other shape of a hand-edited or damaged file
+            raise ValueError(f"model file {path} is malformed ({type(exc).__name__}: {exc})") from None
+        try:  # what the commands print from the training summary, and what `report` plots from it
+            convergence_report(model)
+            accepted_records(model.summary.get("history") or [])
+        except (ValueError, *malformed) as exc:
+            raise ValueError(f"model file {path} has a malformed training summary ({type(exc).__name__}: "
+                             f"{exc})") from None
+        return model
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, weights: np.ndarray | None = None,
@@ -208,6 +222,7 @@ class RankingModel:
         for key in ("weights", "solver", "C"):
             if d.get(key) is None:
                 raise ValueError(f"{source} has no {key!r}" if key not in d else f"{source} has {key!r}: null")
+        _check_field_types(d, source)
         version = d.get("format_version", 1)
         if version not in (1, FORMAT_VERSION):
             raise ValueError(f"{source} has format_version {version!r}; this version of sparkrank reads 1 and "
@@ -240,6 +255,35 @@ class RankingModel:
         if "intercept" in d:
             _check_intercept(d["intercept"], model)
         return model
+
+
+#: The type each optional field of a model record must have when present (``None`` allowed
+#: where the writer may leave it out): a hand-edited file fails on load, naming the field.
+_FIELD_TYPES = {"solver": (str,), "C": (int, float), "lam": (int, float, type(None)),
+                "tol": (int, float, type(None)), "counting": (str,), "options": (dict, type(None)),
+                "summary": (dict, type(None)), "created": (str, type(None))}
+_SUMMARY_TYPES = {"feature_cols": (list, type(None)), "history": (list, type(None)), "engine": (str, type(None))}
+
+
+def _check_field_types(d: dict[str, Any], source: str) -> None:
+    """A ``ValueError`` naming ``source`` and the field whose value has the wrong JSON type."""
+    def check(record, types, prefix):
+        for key, allowed in types.items():
+            value = record.get(key)
+            if key in record and (isinstance(value, bool) or not isinstance(value, allowed)):
+                names = " or ".join(dict.fromkeys("null" if t is type(None) else _JSON_NAMES[t] for t in allowed))
+                raise ValueError(f"{source}: {prefix}{key!r} must be {names}, got {json.dumps(value)[:60]}")
+
+    check(d, _FIELD_TYPES, "")
+    summary = d.get("summary") or {}
+    check(summary, _SUMMARY_TYPES, "summary ")
+    if any(not isinstance(c, str) for c in summary.get("feature_cols") or []):
+        raise ValueError(f"{source}: summary 'feature_cols' must be a list of column names")
+    if any(not isinstance(h, dict) for h in summary.get("history") or []):
+        raise ValueError(f"{source}: summary 'history' must be a list of objects (one per iteration)")
+
+
+_JSON_NAMES = {str: "a string", int: "a number", float: "a number", dict: "an object", list: "a list"}
 
 
 def check_model_width(n_columns: int, n_weights: int, source: str, data: str = "the data") -> None:

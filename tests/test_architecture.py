@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("kernels", ("sparkrank.kernels",)),
     ("sources", ("sparkrank.data", "sparkrank.io", "sparkrank.datasets", "sparkrank.spark.svmlight",
                  "sparkrank.spark.io", "sparkrank.spark.errors", "sparkrank.spark.session",
-                 "sparkrank.spark.worker", "sparkrank.spark.shutdown")),
+                 "sparkrank.spark.worker", "sparkrank.spark.shutdown", "sparkrank.spark.failures")),
     ("engines", ("sparkrank.engines", "sparkrank.spark.blocks", "sparkrank.spark.locate",
                  "sparkrank.spark.progress", "sparkrank.spark")),
     ("objectives", ("sparkrank.objectives",)),

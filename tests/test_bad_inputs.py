@@ -375,7 +375,7 @@ def test_a_null_group_id_is_named_by_file_and_row_on_both_engines(spark, tmp_pat
 
 
 @pytest.mark.parametrize("text, detail", [("", "{path}: the file is empty: no header row"),
-                                          ("label,qid,f1\n", "no preference pairs: the input has no data rows"),
+                                          ("label,qid,f1\n", "{path}: no preference pairs: the input has no data rows"),
                                           ("label,qid,f1\n,1,0.5\n,1,0.2\n", "{path}: row 0 (line 2): column 'label' is null (in 2 rows)")])
 def test_an_empty_csv_says_so_on_both_engines(spark, tmp_path, capsys, text, detail):
     """A 0-byte CSV (pyarrow's 'Empty CSV file' vs Spark's 'no label column'), a header without
@@ -491,7 +491,8 @@ def test_inputs_without_rows_are_an_error_on_both_engines(spark, tmp_path, capsy
     assert main(["train", "--engine", "local", "--input", str(rows), "--model", str(model), "-q"]) == 0
     for engine in ENGINES:
         rc, err = _train(empty, engine, tmp_path, capsys)
-        assert rc == 2 and _error_line(err) == "no preference pairs: the input has no data rows", (engine, err)
+        assert rc == 2 and _error_line(err) == f"{empty}: no preference pairs: the input has no data rows", \
+            (engine, err)
         capsys.readouterr()
         rc = main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(rows), "--where", "qid < 0"])
         err = capsys.readouterr().err

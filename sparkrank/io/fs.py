@@ -20,6 +20,7 @@ on HDFS and local disks; on object stores the upload itself is all-or-nothing.)
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from abc import ABC, abstractmethod
@@ -33,6 +34,28 @@ class FileEntry:
 
     path: str
     size: int
+
+
+# the reason java.io puts after a path it could not open: "/x/m.json (Read-only file system)"
+_JAVA_IO_REASON = re.compile(r"\(([^()]+)\)\s*$")
+
+
+class FileError(OSError):
+    """An ``OSError`` whose message names the file it is about, ``"{what}: {reason}"``, keeping
+    ``reason`` (and ``errno``) so a caller can say it again about another path (the target
+    of a write instead of its temporary file)."""
+
+    def __init__(self, what: str, reason: str, errno: int | None = None):
+        super().__init__(f"{what}: {reason}")
+        self.reason, self.errno = reason, errno
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _reason(exc: OSError) -> str | None:
+    """Why an ``OSError`` happened, without the path it names (``None``: it does not say)."""
+    return getattr(exc, "reason", None) or exc.strerror
 
 
 def _hidden(name: str) -> bool:
@@ -107,11 +130,13 @@ class FileSystem(ABC):
         try:
             self._write_new(tmp, data)
             self._replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             try:
                 self.delete(tmp)
             except Exception:  # the original error is the one to report
                 pass
+            if isinstance(exc, OSError) and _reason(exc):  # e.g. ENOSPC: the file, not its temporary
+                raise FileError(f"cannot write {path}", _reason(exc), exc.errno) from None
             raise
 
     def read_text(self, path: str) -> str:
@@ -127,7 +152,10 @@ class FileSystem(ABC):
             raise OSError(f"{directory} is a file, not a directory")
         self.mkdirs(directory)
         probe = U.join(directory, f".sparkrank-probe-{uuid.uuid4().hex[:12]}")
-        self._write_new(probe, b"")
+        try:
+            self._write_new(probe, b"")
+        except OSError as exc:  # read-only, no permission, full: about the directory, not the probe
+            raise FileError(f"{directory} is not writable", _reason(exc) or str(exc), exc.errno) from None
         self.delete(probe)
 
 
@@ -204,11 +232,15 @@ class HadoopFileSystem(FileSystem):
             kind = java.getClass().getName()
             message = java.getMessage() or kind
             if kind.endswith("FileNotFoundException"):
+                # java.io's "/x/m.json (Read-only file system)": a create refused, not a missing file
+                reason = _JAVA_IO_REASON.search(message)
+                if what in ("write", "create") and reason and reason.group(1) != "No such file or directory":
+                    raise FileError(f"cannot {what} {path}", reason.group(1)) from None
                 raise FileNotFoundError(f"{path} does not exist") from None
             if "UnsupportedFileSystemException" in kind or "No FileSystem for scheme" in message:
                 raise OSError(f"{path}: no Hadoop file system for this scheme ({message}); add its "
                               "connector jar (see the README, 'Data lakes')") from None
-            raise OSError(f"cannot {what} {path}: {message}") from None
+            raise FileError(f"cannot {what} {path}", message) from None
 
     def exists(self, path: str) -> bool:
         return bool(self._call("check", path, lambda fs, p: fs.exists(p)))

@@ -5,7 +5,8 @@
   a directory or end in ``/``, and a directory target that exists and is not empty is refused unless the
   write mode is ``overwrite`` (``--overwrite`` / ``--mode overwrite``).  A read-only or
   impossible ``--model`` path therefore fails in the first second, not after training.
-* :func:`write_dataframe` writes a Spark DataFrame as Parquet (optionally partitioned).
+* :func:`write_dataframe` writes a Spark DataFrame as Parquet (optionally partitioned); a
+  write that fails or is interrupted leaves no partial directory.
 * :func:`write_csv` writes rows with the csv module: text fields quoted, and a text cell
   that a spreadsheet could run as a formula gets a leading ``'`` so it shows as text (OWASP
   "CSV injection", :func:`safe_cell`); numbers are written as numbers.
@@ -77,7 +78,25 @@ def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequenc
     writer = df.write.mode("overwrite")  # checked above: absent, empty, or replacing was asked for
     if partition_by:
         writer = writer.partitionBy(*partition_by)
-    writer.parquet(U.for_spark(path))
+    fs = filesystem(path, df.sparkSession)
+    was_empty_dir = fs.is_dir(path) and not fs.children(path)
+    try:
+        writer.parquet(U.for_spark(path))
+    except BaseException:  # a full disk, a lost executor, Ctrl-C: no partial directory is left
+        _remove_partial_output(fs, path, was_empty_dir)
+        raise
+
+
+def _remove_partial_output(fs, path: str, was_empty_dir: bool) -> None:
+    """Delete what a failed write left at ``path`` (Spark's ``_temporary`` files, part files);
+    an empty directory that was there before is left as it was.  (Replacing a directory, Spark
+    deleted the old files when the write began: they are gone either way.)"""
+    try:
+        fs.delete(path, recursive=True)
+        if was_empty_dir:
+            fs.mkdirs(path)
+    except Exception:  # noqa: BLE001 - the write's own error is the one to report
+        pass
 
 
 def safe_cell(value):

@@ -179,14 +179,16 @@ class RegularizedRisk(Objective):
         return {self.progress_stat: int(round(self._point(w).named(self.kernel)[self.progress_stat]))}
 
 
-def require_pairs(engine: Engine) -> int:
-    """The number of preference pairs, or a :class:`DataError` when there are none."""
+def require_pairs(engine: Engine, data_name: str | None = None) -> int:
+    """The number of preference pairs, or a :class:`DataError` when there are none (naming the
+    input, ``data_name``, when the caller knows it)."""
     s = engine.summary
+    named = f"{data_name}: " if data_name else ""
     if s.n_rows == 0:
-        raise DataError("no preference pairs: the input has no data rows")
+        raise DataError(f"{named}no preference pairs: the input has no data rows")
     if s.n_pairs == 0:
         raise DataError(
-            f"no preference pairs: all {s.n_groups} query group(s) have a single label level, "
+            f"{named}no preference pairs: all {s.n_groups} query group(s) have a single label level, "
             "so there is nothing to rank"
         )
     return s.n_pairs

@@ -20,6 +20,7 @@ from ..evaluation.kernel import MetricsKernel
 from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
 from ..numerics.vectors import fit_length
+from ..objectives.base import require_pairs
 from ..solvers.registry import SolverSpec, solver_spec
 from ..training import train
 from .folds import KFold, OpenedEngine, as_source
@@ -181,6 +182,7 @@ def tune(
         paths: list[list[list[dict]]] = [[] for _ in combos]
         if valid is not None:
             with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+                require_pairs(tr, names[0])  # before any fit, naming the input
                 check_valid_width(tr, va, names)
                 for ci, combo in enumerate(combos):
                     paths[ci].append(_path(tr, va, grid, kernel, metric, cold_start, common_for(combo),

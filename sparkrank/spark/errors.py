@@ -128,7 +128,16 @@ def _data_error_class(name: str):
 #: runs the executor in the driver's JVM); the job failure reaches the driver anyway.
 _TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
                          "org.apache.spark.sql.execution.datasources.FileFormatWriter",
-                         "org.apache.spark.sql.execution.python.PythonArrowOutput")
+                         "org.apache.spark.sql.execution.python.PythonArrowOutput",
+                         # a failed write: "Aborting task" with the stack trace, then the files
+                         # of the aborted task that the committer could not delete (the CLI
+                         # removes the partial output: io/outputs.write_dataframe)
+                         "org.apache.spark.util.Utils",
+                         "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter",
+                         "org.apache.spark.sql.execution.python.MapInBatchEvaluatorFactory$MapInBatchEvaluator$$anon$1",
+                         # an OutOfMemoryError in a task, before the JVM exits with code 52
+                         # (reported in one line: spark/failures.py)
+                         "org.apache.spark.util.SparkUncaughtExceptionHandler")
 
 
 def quiet_task_failure_logs(spark) -> None:

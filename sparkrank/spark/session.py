@@ -83,6 +83,35 @@ QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-q
 QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
 
 
+#: A local master's Python daemon: PySpark's, without the workers' hang-up tracebacks
+#: (``daemon/sparkrank_quiet_daemon.py``; for this interpreter, which can import it).
+QUIET_DAEMON = {"spark.python.daemon.module": "sparkrank_quiet_daemon",
+                "spark.executorEnv.PYTHONPATH": os.path.join(os.path.dirname(os.path.abspath(__file__)), "daemon")}
+
+
+def _start_keeping_sigint(builder):
+    """``builder.getOrCreate()``, keeping the SIGINT handler the program installed.
+
+    A new SparkContext replaces it with PySpark's, which cancels the jobs from inside the
+    handler: when the signal came while the driver waited in a py4j call, that second call on
+    the busy connection fails with pages of py4j "reentrant call" errors.  A program with its
+    own handler (the command line's, :mod:`sparkrank.failures`) keeps it; Python's default
+    one is left to PySpark.
+    """
+    import signal
+    import threading
+
+    in_main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if in_main else None
+    spark = builder.getOrCreate()
+    if in_main and callable(before) and before is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, before)
+    from .failures import on_session_start
+
+    on_session_start(spark.sparkContext)  # the settings the messages of a failed job name
+    return spark
+
+
 def get_session(master: str | None = None, app_name: str = "sparkrank", conf: dict | None = None,
                 log_level: str = "WARN"):
     """Return the active SparkSession or create one.
@@ -145,12 +174,14 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     if is_local:
         defaults["spark.driver.host"] = "127.0.0.1"
         defaults["spark.driver.bindAddress"] = "127.0.0.1"
+        if python == sys.executable and not any(submitted.contains(k) or k in (conf or {}) for k in QUIET_DAEMON):
+            defaults.update(QUIET_DAEMON)  # its workers print no traceback on this terminal
     for key, value in {**defaults, **(conf or {})}.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = builder.getOrCreate()
+    spark = _start_keeping_sigint(builder)
     if is_local:  # its Python workers end quietly with this process (spark/shutdown.py)
         from .shutdown import stop_at_exit
 

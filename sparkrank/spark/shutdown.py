@@ -98,4 +98,7 @@ def stop_at_exit(sc) -> None:
 
 def _stop_at_exit(sc) -> None:
     if getattr(sc, "_jsc", None) is not None:  # not stopped by the program already
-        stop_local_python_daemons(sc)
+        try:
+            stop_local_python_daemons(sc)
+        except Exception:  # noqa: BLE001 - the JVM died (it took its daemons with it): nothing to stop
+            pass
