@@ -385,13 +385,30 @@ def _limit_address_space(limit: int):
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+_TRAIN_WITHOUT_MEMORY_CHECK = """
+import sys
+import sparkrank.data.memory as memory
+memory.check_local = lambda *a, **k: None  # past the estimate: the allocation itself fails
+from sparkrank.cli import run
+run(sys.argv[1:])
+"""
+
+
 def test_a_local_memory_error_is_one_line_with_what_to_change(tmp_path):
-    """A weight vector of 10⁹ features under a 3 GiB address-space limit (``ulimit -v``): numpy's
-    MemoryError becomes one line naming the process, its limit and what to change."""
-    proc = subprocess.run([sys.executable, "-m", "sparkrank", "train", "--input", "sample:train", "--model",
-                           str(tmp_path / "m.json"), "--n-features", "1000000000", "--max-features", "1000000000",
-                           "-q"], capture_output=True, text=True, env=_env(), timeout=300,
-                          preexec_fn=_limit_address_space(3 << 30))
+    """A weight vector of 10⁹ features under a 3 GiB address-space limit (``ulimit -v``): the
+    memory model refuses it before reading, naming the limit; and where an allocation fails all
+    the same (the estimate bypassed), numpy's MemoryError becomes one line naming the process,
+    its limit and what to change."""
+    args = ["train", "--input", "sample:train", "--model", str(tmp_path / "m.json"), "--n-features", "1000000000",
+            "--max-features", "1000000000", "-q"]
+    proc = subprocess.run([sys.executable, "-m", "sparkrank", *args], capture_output=True, text=True, env=_env(),
+                          timeout=300, preexec_fn=_limit_address_space(3 << 30))
+    assert proc.returncode == 2, proc.stderr
+    [line] = _foreign_lines(proc.stderr)
+    assert line.startswith("sparkrank train: error: ") and "sample/train.svmlight: the in-process engine needs at " \
+        "least ~" in line and "(the address-space limit (ulimit -v) less what is mapped); use --dtype float32" in line
+    proc = subprocess.run([sys.executable, "-c", _TRAIN_WITHOUT_MEMORY_CHECK, *args], capture_output=True, text=True,
+                          env=_env(), timeout=300, preexec_fn=_limit_address_space(3 << 30))
     assert proc.returncode == 2, proc.stderr
     assert _foreign_lines(proc.stderr) == [
         "sparkrank train: error: this process ran out of memory (its address-space limit, ulimit -v, is 3.00 GiB): "

@@ -88,8 +88,12 @@ def input_shape(df, spec, itemsize: int, parquet_files: list[str] | None, hint: 
 def default_partitions(session: SessionMemory, shape: DataShape | None, minimum: int) -> int:
     """Blocks to build when none were asked for (:func:`memory.partition_count`); ``minimum``
     (the default parallelism) when the input's shape is unknown.  Refuses an input whose pass
-    sums cannot fit a worker (:func:`memory.check_worker`)."""
-    if shape is None:
+    sums cannot fit a worker (:func:`memory.check_worker`).  An input wider than the feature
+    limit is left to the build, whose refusal names the row and ``--max-features``, as the local
+    engine's does."""
+    from ..data.block import max_features_limit
+
+    if shape is None or shape.features > max_features_limit():
         return minimum
     memory.check_worker(shape.features, memory.PARTIAL_FEATURE_BYTES * shape.features, session.budget)
     values = shape.features if shape.dense else -(-shape.nnz // max(shape.rows, 1))
