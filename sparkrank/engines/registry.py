@@ -110,7 +110,6 @@ def input_shape(source, itemsize: int):
     :class:`~sparkrank.data.memory.DataShape`: Parquet footers, a sample of SVMlight text), or
     ``None`` when that cannot be told (other formats, remote files, compressed text)."""
     from ..data import memory
-    from ..data.arrow import FeatureSpec
     from ..io import uri as U
 
     files = [(U.local_path(entry.path), entry.size) for entry in getattr(source, "files", ())]
@@ -122,7 +121,9 @@ def input_shape(source, itemsize: int):
             return memory.svmlight_shape(files, itemsize)
         if source.format != "parquet":
             return None
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # Parquet only: the SVMlight path needs neither Arrow nor scipy
+
+        from ..data.arrow import FeatureSpec
 
         paths = [path for path, _ in files]
         if columns.feature_cols:  # named numeric columns: dense rows of them
