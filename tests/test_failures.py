@@ -485,3 +485,24 @@ def test_inputs_without_rows_name_the_input(spark, tmp_path, letor, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and err.splitlines() == [f"sparkrank tune: error: --input {empty}: no preference pairs: the "
                                                 "input has no data rows"], (engine, err)
+
+
+def test_the_text_of_an_error_whose_jvm_has_died_is_still_had():
+    """A ``Py4JJavaError`` fetches its text from the JVM; once that JVM has exited (exit 52 after
+    an ``OutOfMemoryError``) ``str()`` raises a network error. The failure's text is then its own
+    message and the network error's, which say that the JVM is gone, never a second traceback."""
+    from py4j.protocol import Py4JNetworkError
+
+    from sparkrank.spark.errors import data_error_in, exception_text
+
+    class JavaErrorOfADeadJvm(Exception):
+        errmsg = "An error occurred while calling o123.collectToPython.\n"
+
+        def __str__(self):
+            raise Py4JNetworkError("Error while sending or receiving")
+
+    text = exception_text(JavaErrorOfADeadJvm())
+    assert text.startswith("An error occurred while calling o123.collectToPython.")
+    assert text.endswith("Py4JNetworkError: Error while sending or receiving")
+    assert data_error_in(JavaErrorOfADeadJvm()) is None
+    assert exception_text(ValueError("plain")) == "plain"

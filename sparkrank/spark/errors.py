@@ -52,6 +52,18 @@ INPUT_CONDITIONS = (CAST_CONDITION, "COLUMN_ALREADY_EXISTS", "UNRESOLVED_COLUMN"
 _INPUT_CONDITION = re.compile(r"\[((?:%s)[\w.]*)\] ([^\n]*?)(?:\s*SQLSTATE: \w+)?\s*(?:\n|$)" % "|".join(INPUT_CONDITIONS))
 
 
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, also when it cannot be had: a ``Py4JJavaError`` asks the JVM for its
+    text, and a JVM that has died (e.g. exit 52 after an ``OutOfMemoryError``) answers with a
+    network error instead; then its Python-side message and that error's, whose words
+    (:data:`sparkrank.spark.failures._CONTEXT_GONE`) say the JVM is gone."""
+    try:
+        return str(exc)
+    except Exception as unreachable:  # noqa: BLE001 - any failure to fetch the text
+        message = getattr(exc, "errmsg", None) or type(exc).__name__
+        return f"{message}: {type(unreachable).__name__}: {unreachable}"
+
+
 def data_error_in(exc: BaseException) -> DataError | None:
     """The :class:`DataError` a Spark task raised, if ``exc`` is the job failure it caused.
 
@@ -62,7 +74,7 @@ def data_error_in(exc: BaseException) -> DataError | None:
     """
     if isinstance(exc, DataError):
         return exc
-    text = str(exc)
+    text = exception_text(exc)
     failed = _FAILED_READ.search(text)
     if failed and failed.group(1).lower().endswith(".gz") and _GZIP_CAUSE.search(text):
         from ..data.svmlight import SVMLightFormatError, truncated_gzip_message

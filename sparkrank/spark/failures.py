@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import sys
 
-from .errors import data_error_in
+from .errors import data_error_in, exception_text
 
 #: Spark's exit codes (``org.apache.spark.util.SparkExitCode``) a message can explain.
 JVM_EXIT_CODES = {50: "an uncaught exception", 51: "an uncaught exception while handling another",
@@ -85,7 +85,7 @@ def spark_failure_message(exc: BaseException) -> str | None:
     data_error = data_error_in(exc)
     if data_error is not None:
         return str(data_error)
-    text = f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {exception_text(exc)}"
     return job_failure_message(text) or _dead_jvm_message(text)
 
 
