@@ -28,7 +28,14 @@ handler does that, and its job cancellation then fails with py4j's ``reentrant c
 While the main thread is in py4j, the watcher cancels Spark's jobs (through its own gateway
 connection), which ends the waiting call with the job's failure, and any job started next;
 once the main thread is out of py4j and not already carrying an exception up, it re-delivers
-the signal (:func:`_thread.interrupt_main`), which then raises."""
+the signal (:func:`_thread.interrupt_main`), which then raises.
+
+An exception raised by a signal handler can also be lost: Python runs the handler at whatever
+bytecode the main thread is at, and if that is a ``__del__``, a weakref callback or a garbage
+collection finalizer, the exception is "ignored" (printed, not raised) and the command would
+go on as if no signal had come.  So after raising, the watcher stays as a backstop: if the
+exception has not reached :func:`run_command` within :data:`REDELIVER_AFTER` seconds, it
+delivers the signal again."""
 
 from __future__ import annotations
 
@@ -46,6 +53,9 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
 ERROR_STATUS = 2
 #: How often the watcher looks whether the main thread has left py4j (seconds).
 WATCH_EVERY = 0.05
+#: How long a raised :class:`Interrupted` may take to reach :func:`run_command` (its clean-ups
+#: included) before the watcher takes it for lost and delivers the signal again (seconds).
+REDELIVER_AFTER = 5.0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -65,6 +75,8 @@ class _State:
         self.redelivery = False  # the next handler call is the watcher's, not a real signal
         self.reporting = False  # the failure is being reported: later signals wait for the clean-up
         self.watcher: threading.Thread | None = None
+        self.deliver_at = 0.0  # time.monotonic() from which the watcher (re-)delivers the signal
+        self.command = 0  # which run_command call of this process: an older one's watcher stops
 
 
 _STATE = _State()
@@ -87,11 +99,14 @@ def _handle(signum: int, frame) -> None:
     if state.signum is None:
         state.signum = signum
     if _in_py4j(frame):
+        state.deliver_at = 0.0  # as soon as the main thread is out of py4j
         _start_watcher()
         return
+    # the backstop if the exception raised below, or the cancelled job's, is lost on its way up
+    state.deliver_at = time.monotonic() + REDELIVER_AFTER
+    _start_watcher()
     if redelivered and sys.exc_info()[0] is not None:
-        _start_watcher()  # an exception (the cancelled job's) is on its way up: let it arrive
-        return
+        return  # an exception (the cancelled job's) is on its way up: let it arrive
     raise Interrupted(state.signum)
 
 
@@ -109,28 +124,31 @@ def _cancel_spark_jobs() -> None:
 
 def _start_watcher() -> None:
     state = _STATE
-    if state.watcher is not None and state.watcher.is_alive():
+    if state.watcher is not None and state.watcher.is_alive() and state.watcher.command == state.command:
         return
-    state.watcher = threading.Thread(target=_watch, name="sparkrank-interrupt", daemon=True)
+    state.watcher = threading.Thread(target=_watch, args=(state.command,), name="sparkrank-interrupt", daemon=True)
+    state.watcher.command = state.command
     state.watcher.start()
 
 
-def _watch() -> None:
-    """While the main thread waits in py4j, cancel Spark's jobs (the one it waits for, and any
-    it starts next); once it is out, re-deliver the signal to it (see the module)."""
+def _watch(command: int) -> None:
+    """Until the interruption reaches :func:`run_command`: while the main thread waits in py4j,
+    cancel Spark's jobs (the one it waits for, and any it starts next); once it is out, and
+    from ``deliver_at`` on, re-deliver the signal to it (see the module)."""
     import _thread
 
     state = _STATE
     main = threading.main_thread().ident
-    while not state.reporting:
+    while not state.reporting and state.command == command:
         frame = sys._current_frames().get(main)  # noqa: SLF001 - the main thread's stack
         if frame is None:
             return
-        if not _in_py4j(frame):
+        if _in_py4j(frame):
+            _cancel_spark_jobs()
+        elif time.monotonic() >= state.deliver_at:
+            state.deliver_at = time.monotonic() + REDELIVER_AFTER
             state.redelivery = True
             _thread.interrupt_main(state.signum)
-            return
-        _cancel_spark_jobs()
         time.sleep(WATCH_EVERY)
 
 
@@ -168,7 +186,8 @@ def run_command(command: str, call) -> int:
     a signal: ``interrupted by SIG...`` after the clean-up.  Anything else propagates.
     """
     state = _STATE
-    state.signum, state.reporting = None, False
+    state.signum, state.reporting, state.deliver_at = None, False, 0.0
+    state.command += 1
     _install()
     for handler in logging.getLogger().handlers:  # for the rest of the process: exit hooks call py4j too
         if not any(isinstance(f, _Py4JRootRecords) for f in handler.filters):

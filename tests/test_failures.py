@@ -506,3 +506,25 @@ def test_the_text_of_an_error_whose_jvm_has_died_is_still_had():
     assert text.endswith("Py4JNetworkError: Error while sending or receiving")
     assert data_error_in(JavaErrorOfADeadJvm()) is None
     assert exception_text(ValueError("plain")) == "plain"
+
+
+def test_a_signal_whose_exception_is_lost_is_delivered_again():
+    """Python runs a signal handler wherever the main thread is; in a ``__del__`` the
+    ``Interrupted`` it raises is "ignored" (printed, not raised). The command must still end,
+    interrupted, not run on: the watcher delivers the signal again."""
+    from sparkrank import failures
+
+    class SwallowsTheSignal:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler runs here; its exception is ignored
+                pass
+
+    def command() -> int:
+        SwallowsTheSignal()  # deleted at once, the signal delivered inside __del__
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        return 0
+
+    assert failures.run_command("train", command) == 128 + signal.SIGINT  # the loop alone returns 0
