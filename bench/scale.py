@@ -169,9 +169,9 @@ def main(argv=None) -> int:
                          "does for a plain local Parquet input); shuffle: rows shuffled by qid in the JVM")
     args = ap.parse_args(argv)
 
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.io.sources import open_source
-    from sparkrank.spark.session import get_session
+    from sparkrank.io.spark.session import get_session
     from sparkrank.training import train
 
     spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})

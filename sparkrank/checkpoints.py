@@ -21,13 +21,13 @@ import hashlib
 import io
 import json
 import logging
-import os
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
+from .io import uri as U
+from .io.fs import filesystem
 from .solvers.result import IterationRecord  # solvers without a state (TopPush) resume as a warm start from w
 
 log = logging.getLogger("sparkrank.checkpoints")
@@ -147,14 +147,15 @@ def clear(directory: str) -> None:
         _delete_checkpoint(directory, it)
 
 
-def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
-    """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs."""
+def check_compatible(found: dict[str, Any], meta: dict[str, Any], option: str = "--checkpoint-dir") -> None:
+    """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs
+    (``option``: how the message names the checkpoint directory's option)."""
     for key, mine in meta.items():
         theirs = found.get(key)
         if theirs != mine:
             raise CheckpointMismatchError(
                 f"checkpoint {found['path']} was written with {key}={theirs!r}, but this fit has "
-                f"{key}={mine!r}; resume with the same data and settings, or use another --checkpoint-dir")
+                f"{key}={mine!r}; resume with the same data and settings, or use another {option}")
 
 
 @dataclass
@@ -168,7 +169,8 @@ class Resumption:
 
 
 def begin(directory: str | None, *, interval: int, resume: bool, engine, settings: dict[str, Any],
-          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None) -> Resumption:
+          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None,
+          option: str = "--checkpoint-dir") -> Resumption:
     """Set up checkpoints for one fit, resuming from the newest one when asked.
 
     Parameters
@@ -188,6 +190,8 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         The start when there is nothing to resume.
     fingerprint : dict, optional
         :func:`data_fingerprint` of ``engine`` when the caller has it (saves a statistics pass).
+    option : str
+        How messages name the directory's option.
     """
     if directory is None:
         if resume:
@@ -200,7 +204,7 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         if found is None:
             log.info("no checkpoint in %s; starting afresh", directory)
         else:
-            check_compatible(found, meta)
+            check_compatible(found, meta, option)
             if found["weights"].shape != (engine.summary.n_features,):
                 raise CheckpointMismatchError(f"checkpoint {found['path']} has {found['weights'].shape[0]} "
                                               f"weights, the data {engine.summary.n_features} features")
@@ -244,47 +248,17 @@ def _plain_value(v):
 
 
 # -- storage: the only functions that touch the file system (also for sparkrank.tune_checkpoints) ------------------------------------
-def _is_local(uri: str) -> bool:
-    return "://" not in uri
-
-
-def _hadoop(uri: str):
-    """The Hadoop FileSystem and Path of ``uri``, through the active Spark session's JVM."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        raise ValueError(f"checkpoint directory {uri} is a URI: it needs Spark (use --engine spark) or a local path")
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path, jvm
-
-
+# Paths and URIs go through sparkrank.io.fs like every other path: a path without a scheme is
+# this machine's disk, a URI Hadoop's FileSystem (file:/x included).
 def write_text_atomic(uri: str, text: str) -> None:
     write_bytes_atomic(uri, text.encode("utf-8"))
 
 
 def write_bytes_atomic(uri: str, data: bytes) -> None:
-    tmp = f"{uri}.tmp-{uuid.uuid4().hex[:8]}"
-    if _is_local(uri):
-        os.makedirs(os.path.dirname(os.path.abspath(uri)), exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, uri)
-        return
-    fs, path, jvm = _hadoop(uri)
-    tmp_path = jvm.org.apache.hadoop.fs.Path(tmp)
-    out = fs.create(tmp_path, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
-    if fs.exists(path):
-        fs.delete(path, False)
-    if not fs.rename(tmp_path, path):
-        raise OSError(f"could not rename {tmp} to {uri}")
+    """``data`` at ``uri``, written to a hidden temporary sibling first and renamed over it."""
+    fs = filesystem(uri)
+    fs.mkdirs(U.parent(uri))
+    fs.write_bytes(uri, data)
 
 
 def read_text(uri: str) -> str:
@@ -292,35 +266,15 @@ def read_text(uri: str) -> str:
 
 
 def read_bytes(uri: str) -> bytes:
-    if _is_local(uri):
-        with open(uri, "rb") as f:
-            return f.read()
-    fs, path, jvm = _hadoop(uri)
-    stream = fs.open(path)
-    try:
-        return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
+    return filesystem(uri).read_bytes(uri)
 
 
 def list_names(directory: str) -> list[str]:
-    if _is_local(directory):
-        try:
-            return os.listdir(directory)
-        except FileNotFoundError:
-            return []
-    fs, path, _ = _hadoop(directory)
-    if not fs.exists(path):
+    fs = filesystem(directory)
+    if not fs.exists(directory):
         return []
-    return [s.getPath().getName() for s in fs.listStatus(path)]
+    return [U.basename(path) for path, _, _ in fs.children(directory)]
 
 
 def delete(uri: str) -> None:
-    if _is_local(uri):
-        try:
-            os.remove(uri)
-        except FileNotFoundError:
-            pass
-        return
-    fs, path, _ = _hadoop(uri)
-    fs.delete(path, True)
+    filesystem(uri).delete(uri, recursive=True)

@@ -167,7 +167,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def parquet(data, tmp_path_factory):
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
 
     path = tmp_path_factory.mktemp("resume") / "train.parquet"
     write_parquet(path, data)
@@ -220,7 +220,7 @@ def test_cli_tune_resume_gives_the_same_table_and_model(parquet, tmp_path):
 
 @pytest.mark.parametrize("solver", ["bmrm", "ncg"])
 def test_resume_on_spark_is_bitwise_equal_to_local(spark, data, parquet, solver, tmp_path):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     local = train(LocalEngine(data), solver=solver, **SETTINGS[solver])
     directory = f"file://{tmp_path}/ck"  # through Hadoop's FileSystem

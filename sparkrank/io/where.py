@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from ..data.block import DataError
-from .formats import TEXT_NUMBER
+from .formats.numbers import TEXT_NUMBER
 
 #: The strings Spark's ANSI cast reads as a bigint (a floating column's are :data:`TEXT_NUMBER`).
 _INTEGER_TEXT = r"^\s*[+-]?\d+\s*$"

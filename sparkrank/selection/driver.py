@@ -14,14 +14,14 @@ from ..choices import DEFAULT_COUNTING
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..engines.base import Engine
-from ..evaluation.evaluate import model_weights_for
+from ..model import model_weights_for
 from ..evaluation.kernel import MetricsKernel
 from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
 from ..numerics.vectors import fit_length
 from ..solvers.registry import solver_spec
 from ..training import train
-from .folds import KFold, OpenedEngine, as_source
+from .folds import OpenedEngine, as_rows
 from .grid import DEFAULT_METRIC, check_c_grid
 from .result import TuneResult, combine_folds
 
@@ -114,7 +114,7 @@ def tune(
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):
         raise ValueError("give exactly one of a validation set (valid) or a fold count (folds)")
-    train_data = as_source(train_data)
+    train_rows = as_rows(train_data)
     kernel = MetricsKernel(ks, discount, zero_idcg, counting)
     common = dict(train_options or {}, solver=solver, tol=tol, counting=counting, max_iter=max_iter,
                   solver_options=solver_options)
@@ -154,7 +154,7 @@ def tune(
     # (evaluate refuses such data for the model); weights are padded to the held-out width
     with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
         if valid is not None:
-            with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
+            with OpenedEngine(train_rows) as tr, OpenedEngine(as_rows(valid)) as va:
                 check_valid_width(tr, va, names)
                 paths = [_path(tr, va, grid, kernel, metric, cold_start, common, "", sink,
                                checkpoints and checkpoints.path(0, tr, va))]
@@ -162,10 +162,7 @@ def tune(
             mode, k = "validation", 1
         else:
             k = int(folds)
-            if isinstance(train_data, Engine):
-                raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
-                                "(an engine cannot be split into folds)")
-            kfold = stack.enter_context(KFold(train_data, k, seed))
+            kfold = stack.enter_context(train_rows.kfold(k, seed))
             paths, held_out = [], []
             for i in range(k):
                 with kfold.part(i) as (tr, va):

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Union
 import numpy as np
 
 from ...choices import FEATURE_LAYOUTS, check_choice
+from ..compression import UTF8_BOM, is_gzip
 from ..block import DataError, RankingData, beyond_float32, max_features_limit, max_features_message
 from . import scanner as S
 from .parse_decimal import INF, NAN
@@ -119,10 +120,6 @@ class SVMLightFile:
 # --------------------------------------------------------------------------------------
 
 
-GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
-
-
 def gunzip(raw: bytes, name: str) -> bytes:
     """Decompress gzip data, or raise :class:`SVMLightFormatError` naming the file when it is
     truncated or corrupt (the one place both engines decompress SVMlight text)."""
@@ -146,7 +143,7 @@ def _file_bytes(path: PathLike, name: str) -> Iterator[bytes | mmap.mmap]:
         head = f.read(3)
         size = os.fstat(f.fileno()).st_size
         mm = None
-        if head[:2] != GZIP_MAGIC and head != _BOM and size > 0:
+        if not is_gzip(head) and head != UTF8_BOM and size > 0:
             try:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):  # e.g. a pipe or a file system without mmap
@@ -155,11 +152,11 @@ def _file_bytes(path: PathLike, name: str) -> Iterator[bytes | mmap.mmap]:
             f.seek(0)
             raw = f.read()
     if mm is None:
-        if raw[:2] == GZIP_MAGIC:
+        if is_gzip(raw):
             # gzip is recognised by its magic bytes, whatever the file name (the Spark
             # reader does the same); decompressed into memory (the parser needs one buffer)
             raw = gunzip(raw, name)
-        if raw[:3] == _BOM:
+        if raw[:3] == UTF8_BOM:
             raw = raw[3:]  # a UTF-8 byte-order mark (some Windows editors write one)
         yield raw
         return
