@@ -7,13 +7,13 @@ import logging
 import numpy as np
 
 from .choices import DEFAULT_COUNTING, check_positive_float, check_positive_int
-from .conventions import c_from_lambda
 from .data.block import DataError, RankingData
 from .engines.base import Engine
 from .engines.registry import engine_for
 from .kernels.counting import check_counting_method
 from .model import RankingModel
 from .objectives.base import Objective
+from .objectives.ranksvm import HingeRisk
 from .solvers.registry import solver_spec
 from .solvers.callbacks import EngineProgress, compose
 from .solvers.result import IterationCallback
@@ -33,7 +33,7 @@ def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = 
         if not solver_spec(solver).takes_lambda:
             raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
                              "(see sparkrank.conventions for its own λ)")
-        return c_from_lambda(lam, engine.summary.n_pairs)
+        return HingeRisk.convert(engine.summary.n_pairs, lam=lam)[0]  # BMRM's λ (conventions.RANKSVM_LAMBDA)
     return DEFAULT_C if C is None else float(C)
 
 

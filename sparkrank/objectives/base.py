@@ -105,18 +105,24 @@ class RegularizedRisk(Objective):
     kernel: Any
     hessian_kernel: Any = None
 
+    @classmethod
+    def convert(cls, count: int, *, C: float | None = None, lam: float | None = None) -> tuple[float, float]:
+        """``(C, λ)`` from either (exactly one): the one place a λ and a C are converted, by the
+        loss's :class:`~sparkrank.conventions.LambdaForm` (``count``: its normaliser's count, the
+        pairs for RankSVM; 1 when the loss sum is not normalised)."""
+        if lam is None:
+            C = float(C)
+            return C, cls.lambda_form.lambda_from_c(C, count)
+        lam = float(lam)
+        return cls.lambda_form.c_from_lambda(lam, count), lam
+
     def _setup(self, engine: Engine, *, count: int, C: float | None = None, lam: float | None = None,
                form: str = "C") -> None:
         """Set the engine, the cache and the scaling from ``C`` or ``lam`` (exactly one)."""
         self.engine = engine
         self.n_features = engine.summary.n_features
         self.count = count
-        if lam is None:
-            self.C = float(C)
-            self.lam = self.lambda_form.lambda_from_c(self.C, count)
-        else:
-            self.lam = float(lam)
-            self.C = self.lambda_form.c_from_lambda(self.lam, count)
+        self.C, self.lam = self.convert(count, C=C, lam=lam)
         if form == "C":
             self.quadratic, self._factor, self._divisor = 0.5, self.C, 1.0
         elif form == "lambda":

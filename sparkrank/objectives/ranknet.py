@@ -67,7 +67,7 @@ class RankNetObjective(RegularizedRisk):
     @classmethod
     def from_lambda(cls, engine: Engine, lam: float, **options) -> "RankNetObjective":
         """From raykar2007's λ of ``-(λ/2)‖w‖² + Σ_P log σ``."""
-        return cls(engine, RAYKAR_LAMBDA.c_from_lambda(lam), **options)
+        return cls(engine, cls.convert(1, lam=lam)[0], **options)
 
     def loss_sum(self, w: np.ndarray) -> float:
         """Exact ``Σ_P -log σ(w·(x_u - x_l))`` (O(pairs) per group; free with the direct gradient)."""

@@ -44,7 +44,7 @@ class HingeRisk(RegularizedRisk):
     @classmethod
     def from_c(cls, engine: Engine, C: float, counting: str = DEFAULT_COUNTING) -> "HingeRisk":
         """The λ-form of LIBLINEAR's ``½‖w‖² + C Σ loss`` (same minimiser)."""
-        return cls(engine, RANKSVM_LAMBDA.lambda_from_c(C, require_pairs(engine)), counting)
+        return cls(engine, cls.convert(require_pairs(engine), C=C)[1], counting)
 
 
 class SquaredHingeObjective(RegularizedRisk):
@@ -78,7 +78,7 @@ class SquaredHingeObjective(RegularizedRisk):
     @classmethod
     def from_lambda(cls, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING,
                     precondition: bool = True) -> "SquaredHingeObjective":
-        return cls(engine, RANKSVM_LAMBDA.c_from_lambda(lam, require_pairs(engine)), counting, precondition)
+        return cls(engine, cls.convert(require_pairs(engine), lam=lam)[0], counting, precondition)
 
     def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
         """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`).
