@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED_DATA, table, write_result  # noqa: E402
 from _process import run_measured  # noqa: E402
 
-from sparkrank.data.io import read_ranking_data  # noqa: E402
+from sparkrank.io.files import read_ranking_data  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.objectives.ranksvm import HingeRisk  # noqa: E402
 from sparkrank.solvers.bmrm import bmrm  # noqa: E402

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED_DATA, table, write_result  # noqa: E402
 
 from sparkrank.data.block import RankingData  # noqa: E402
-from sparkrank.data.io import read_ranking_data  # noqa: E402
+from sparkrank.io.files import read_ranking_data  # noqa: E402
 from sparkrank.datasets import make_ranking_data  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.training import train, training_objective_value  # noqa: E402

@@ -4,7 +4,7 @@
 
 Set: ``--rows`` × ``--features`` dense float32 rows, ~120 rows per query, in Parquet
 (``bench/_synthetic.py``).  Local engine: the build is reading the Parquet file into the
-in-process block (:func:`sparkrank.data.io.read_parquet`); the fingerprint is
+in-process block (:func:`sparkrank.io.files.read_parquet`); the fingerprint is
 :meth:`LocalEngine.data_digest` (BLAKE2b over every label, group id and feature byte, a run of
 queries per thread).  With
 ``--spark``: the build is ``SparkEngine(...)`` (executor placement, ``--partitions`` blocks) and the
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 
-from sparkrank.data.io import read_parquet  # noqa: E402
+from sparkrank.io.files import read_parquet  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def local_row(path: Path, n: int, repeat: int) -> dict:
 
 def spark_row(path: Path, n: int, repeat: int, master: str, partitions: int) -> dict:
     from sparkrank.engines.spark import SparkEngine
-    from sparkrank.spark.session import get_session
+    from sparkrank.io.spark.session import get_session
 
     spark = get_session(master, conf={"spark.driver.memory": "4g"})
     spark.sparkContext.setLogLevel("ERROR")

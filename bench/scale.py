@@ -164,9 +164,9 @@ def main(argv=None) -> int:
                     help="also measure sparkrank train --engine local on the same file (peak memory, time)")
     args = ap.parse_args(argv)
 
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.io.sources import open_source
-    from sparkrank.spark.session import get_session
+    from sparkrank.io.spark.session import get_session
     from sparkrank.training import train
 
     spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import best_time, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 
-from sparkrank.data.io import read_parquet  # noqa: E402
+from sparkrank.io.files import read_parquet  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.objectives.ranksvm import SquaredHingeObjective  # noqa: E402
 from sparkrank.solvers.tron import tron  # noqa: E402
@@ -67,8 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
 
-    from sparkrank.engines.spark import SparkEngine
-    from sparkrank.spark.session import get_session
+    from sparkrank.engines.spark.engine import SparkEngine
+    from sparkrank.io.spark.session import get_session
 
     spark = get_session(args.master, conf={"spark.driver.memory": "6g"})
     spark.sparkContext.setLogLevel("ERROR")

@@ -51,7 +51,7 @@ from _common import SHARED_DATA, best_time, growth_exponent, table, write_result
 
 from sparkrank.conventions import c_from_lambda  # noqa: E402
 from sparkrank.data.block import RankingData  # noqa: E402
-from sparkrank.data.io import read_ranking_data  # noqa: E402
+from sparkrank.io.files import read_ranking_data  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.evaluation import evaluate_ranking  # noqa: E402
 from sparkrank.kernels.capped_projection import project_top_k_unit  # noqa: E402

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import SHARED_DATA, table, write_result  # noqa: E402
 
 from sparkrank.data.block import RankingData  # noqa: E402
-from sparkrank.data.io import read_ranking_data  # noqa: E402
+from sparkrank.io.files import read_ranking_data  # noqa: E402
 from sparkrank.evaluation import evaluate_ranking  # noqa: E402
 from sparkrank.training import train  # noqa: E402
 

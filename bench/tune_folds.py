@@ -53,11 +53,10 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from sparkrank.data.folds import spark_group_fold
-    from sparkrank.engines.spark import SparkEngine
-    from sparkrank.engines.spark_folds import check_spark_folds, fold_views
+    from sparkrank.engines.spark.engine import SparkEngine
+    from sparkrank.engines.spark.folds import check_spark_folds, fold_views, spark_group_fold
     from sparkrank.selection import SparkSource, tune
-    from sparkrank.spark.session import get_session
+    from sparkrank.io.spark.session import get_session
 
     spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
     spark.sparkContext.setLogLevel("ERROR")

@@ -8,7 +8,7 @@ Every option of `sparkrank train` applies (`sparkrank train --help`): inputs and
 may be any Hadoop URI (file://, hdfs://, s3a://, abfss://, gs:// with their connector),
 Hive-partitioned directories, globs, `--where` filters and `--format`; `--engine spark` is
 implied and the master, memory and partitions come from spark-submit as usual.  For a
-quiet start add `--driver-java-options -Dlog4j2.configurationFile=file:<sparkrank>/spark/log4j2-quiet.properties`.
+quiet start add `--driver-java-options -Dlog4j2.configurationFile=file:<sparkrank>/io/spark/log4j2-quiet.properties`.
 """
 
 import sys

@@ -172,9 +172,10 @@ def clear(directory: str) -> None:
 DATA_KEYS = ("data", "train_data", "valid_data")
 
 
-def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
+def check_compatible(found: dict[str, Any], meta: dict[str, Any], option: str = "--checkpoint-dir") -> None:
     """Raise :class:`CheckpointMismatchError` naming the first setting or data fact that differs
-    (for the data, what in it changed)."""
+    (for the data, what in it changed; ``option``: how the message names the checkpoint
+    directory's option)."""
     for key, mine in meta.items():
         theirs = found.get(key)
         if theirs == mine:
@@ -184,10 +185,10 @@ def check_compatible(found: dict[str, Any], meta: dict[str, Any]) -> None:
             raise CheckpointMismatchError(
                 f"checkpoint {found['path']} was written with {key}={_subset(theirs, shown)!r}, but this fit has "
                 f"{key}={_subset(mine, shown)!r}: the data changed since the checkpoint "
-                f"({data_changes(theirs, mine)}); resume with the same data, or use another --checkpoint-dir")
+                f"({data_changes(theirs, mine)}); resume with the same data, or use another {option}")
         raise CheckpointMismatchError(
             f"checkpoint {found['path']} was written with {key}={theirs!r}, but this fit has "
-            f"{key}={mine!r}; resume with the same data and settings, or use another --checkpoint-dir")
+            f"{key}={mine!r}; resume with the same data and settings, or use another {option}")
 
 
 def _subset(value: Any, keys: list[str]) -> Any:
@@ -205,7 +206,8 @@ class Resumption:
 
 
 def begin(directory: str | None, *, interval: int, resume: bool, engine, settings: dict[str, Any],
-          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None) -> Resumption:
+          w0: np.ndarray | None = None, fingerprint: dict[str, Any] | None = None,
+          option: str = "--checkpoint-dir") -> Resumption:
     """Set up checkpoints for one fit, resuming from the newest one when asked.
 
     Parameters
@@ -225,6 +227,8 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
         The start when there is nothing to resume (a resumed fit must have been given the same).
     fingerprint : dict, optional
         :func:`data_fingerprint` of ``engine`` when the caller has it (saves a statistics pass).
+    option : str
+        How messages name the directory's option.
     """
     if directory is None:
         if resume:
@@ -239,7 +243,7 @@ def begin(directory: str | None, *, interval: int, resume: bool, engine, setting
             log.warning("--resume: no checkpoint in %s%s; starting afresh", directory,
                         "" if filesystem(directory).exists(directory) else " (no such directory)")
         else:
-            check_compatible(found, meta)
+            check_compatible(found, meta, option)
             if found["weights"].shape != (engine.summary.n_features,):
                 raise CheckpointMismatchError(f"checkpoint {found['path']} has {found['weights'].shape[0]} "
                                               f"weights, the data {engine.summary.n_features} features")

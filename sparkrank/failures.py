@@ -182,7 +182,7 @@ def run_command(command: str, call) -> int:
 
     ``DataError``/``OSError``/``ValueError``/``ClusterError``: their message; a failed Spark job:
     the data error a task raised, or what ran out (memory, disk), or the worker or JVM that died
-    (:mod:`sparkrank.spark.failures`); ``MemoryError``: which process and what to change;
+    (:mod:`sparkrank.io.spark.failures`); ``MemoryError``: which process and what to change;
     a signal: ``interrupted by SIG...`` after the clean-up.  Anything else propagates.
     """
     state = _STATE
@@ -211,14 +211,14 @@ def run_command(command: str, call) -> int:
 def failure_message(exc: BaseException) -> str | None:
     """The one line for a failure this module knows, or ``None`` (a bug: keep its traceback)."""
     from .data.block import DataError
-    from .spark.errors import ClusterError
+    from .io.spark.errors import ClusterError
 
     plain = (DataError, OSError, ValueError, ClusterError)
     if isinstance(exc, MemoryError):
         return out_of_memory_message(exc)
     # a job's failure; a connection refused or reset may be a driver JVM that died
     if _spark_loaded() and (not isinstance(exc, plain) or isinstance(exc, ConnectionError)):
-        from .spark.failures import spark_failure_message
+        from .io.spark.failures import spark_failure_message
 
         message = spark_failure_message(exc)
         if message is not None:
@@ -271,7 +271,7 @@ def _interrupted(command: str, exc: BaseException) -> int:
     _STATE.signum = signum
     print(f"sparkrank {command}: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
     if _spark_loaded():
-        from .spark.failures import stop_session_quietly
+        from .io.spark.failures import stop_session_quietly
 
         stop_session_quietly()
     return 128 + signum

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .data.block import DataError, RankingData
+from .data.block import RankingData, check_model_width
 from .numerics.linalg import is_sparse, matvec
+from .numerics.vectors import fit_length
 from .standardization import Standardization
 
 FORMAT_VERSION = 2
@@ -286,19 +287,6 @@ def _check_field_types(d: dict[str, Any], source: str) -> None:
 _JSON_NAMES = {str: "a string", int: "a number", float: "a number", dict: "an object", list: "a list"}
 
 
-def check_model_width(n_columns: int, n_weights: int, source: str, data: str = "the data") -> None:
-    """A ``DataError`` naming the model ``source`` (and the input, ``data``) when the data has more
-    feature columns than the model has weights: the one message of predict and evaluate on
-    both engines.
-
-    Fewer columns are fine (absent trailing features are zeros).  Plain arguments, so a
-    Spark task can check without shipping the model.
-    """
-    if n_columns > n_weights:
-        raise DataError(f"{data} has {n_columns} feature columns but the model {source} has only "
-                        f"{n_weights} weights (it never saw the features beyond)")
-
-
 def _check_intercept(value: Any, model: RankingModel) -> None:
     """A ``ValueError`` naming the model's file unless the file's ``intercept`` is the one
     :meth:`RankingModel.predict` adds.
@@ -389,3 +377,12 @@ def convergence_report(model: RankingModel) -> tuple[str, bool]:
     advice = ("the iteration cap stopped it before the tolerance; retrain with a larger --max-iter"
               if capped else "the scores are not those of the optimum")
     return f"NOT converged: {what}; {advice}", True
+
+
+def model_weights_for(model, n_features: int) -> np.ndarray:
+    """Weights on the raw features of ``n_features`` columns that rank exactly like ``model``.
+
+    A standardized model's own weights act on scaled columns; its ``raw_weights`` act on the
+    raw ones and give the same ranking (the scores differ only by a constant).
+    """
+    return fit_length(model.raw_weights, n_features)

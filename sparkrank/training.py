@@ -9,7 +9,7 @@ import numpy as np
 from .choices import DEFAULT_COUNTING, check_positive_float, check_positive_int
 from .data.block import DataError, RankingData
 from .engines.base import Engine
-from .engines.local import LocalEngine
+from .engines.registry import engine_for
 from .kernels.counting import check_counting_method
 from .model import RankingModel
 from .objectives.base import Objective
@@ -116,7 +116,7 @@ def train(
     check_counting_method(counting)
     tol = spec.default_tol if tol is None else check_positive_float(tol, "tol")
     max_iter = spec.default_max_iter if max_iter is None else check_positive_int(max_iter, "max_iter")
-    engine = LocalEngine(data) if isinstance(data, RankingData) else data
+    engine = engine_for(data)  # rows in this process get the local engine
     C = resolve_c(engine, C, lam, solver)
     summary = engine.summary
     log.info(

@@ -96,7 +96,7 @@ def spark():
         os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
     from cluster import FAST_JVM
 
-    from sparkrank.spark.session import QUIET_LOG4J, get_session
+    from sparkrank.io.spark.session import QUIET_LOG4J, get_session
 
     conf = {"spark.sql.shuffle.partitions": "4", **lake_scheme_conf(),
             # thousands of tiny jobs: the C2 compiler's and the parallel collector's threads

@@ -534,7 +534,7 @@ def test_ml_vectors_of_different_sizes_are_an_error_on_both_engines(spark, tmp_p
 
 def test_dense_arrays_of_different_lengths_in_different_blocks(spark, tmp_path):
     from sparkrank.data.block import DataError
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     path = _parquet_dense_lengths(tmp_path)  # qids 1, 2: length 3; qid 3: length 4
     with pytest.raises(DataError, match="feature arrays differ in length"):
@@ -590,7 +590,7 @@ _RUN_AND_REPORT_DAEMONS = """
 import atexit
 import sys
 from sparkrank import cli
-from sparkrank.spark import shutdown
+from sparkrank.io.spark import shutdown
 
 stopped = []
 stop = shutdown.stop_local_python_daemons

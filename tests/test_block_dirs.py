@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from sparkrank.data.block import RankingData
-from sparkrank.spark import blocks
-from sparkrank.spark.errors import UnsafeDirectoryError
-from sparkrank.spark.state_files import StateFileError, read_state, write_state
+from sparkrank.engines.spark import kernel_state, store as blocks
+from sparkrank.io.spark.errors import UnsafeDirectoryError
+from sparkrank.engines.spark.state_files import StateFileError, read_state, write_state
 
 OTHER_UID = 12345
 
@@ -111,11 +111,11 @@ def test_a_tampered_state_file_is_never_executed(tmp_path):
                     b"SPARKRANK-STATE-1\n" + struct.pack("<Q", 10) + b'{"tree": 1',
                     b"SPARKRANK-STATE-1\n" + struct.pack("<Q", 61) + b'{"tree": {"array": 0}, "arrays": [["|O", [1], 0, 8]]}'
                     + bytes(64)):
-        with open(blocks._state_file(state_dir, 1), "wb") as f:
+        with open(kernel_state._state_file(state_dir, 1), "wb") as f:
             f.write(content)
-        assert blocks._read_state(state_dir, 1) is None  # recomputed from its recipe, as a lost one
+        assert kernel_state.read_state(state_dir, 1) is None  # recomputed from its recipe, as a lost one
         with pytest.raises(StateFileError):
-            read_state(blocks._state_file(state_dir, 1))
+            read_state(kernel_state._state_file(state_dir, 1))
     assert not os.path.exists(marker)
 
 
@@ -136,7 +136,7 @@ def test_a_state_file_holds_numbers_only(tmp_path):
 def test_tampered_states_on_spark_are_recomputed_not_run(spark, tmp_path, caplog, monkeypatch):
     """A fit whose kept states are replaced, between iterations, by files whose pickle would create
     a marker and by garbage: the marker never appears and the fit ends in the undisturbed model."""
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.datasets import make_ranking_data
     from sparkrank.engines import tiles
     from sparkrank.engines.spark import SparkEngine
@@ -170,7 +170,7 @@ def test_tampered_states_on_spark_are_recomputed_not_run(spark, tmp_path, caplog
 def test_the_command_line_refuses_an_unsafe_directory_in_one_line(spark, tmp_path, monkeypatch, capsys):
     """Local mode: the driver checks the executors' directory (on its own host) before any task."""
     from sparkrank.cli import main
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.datasets import make_ranking_data
 
     data, _ = make_ranking_data(200, 4, rows_per_group=10, seed=1)

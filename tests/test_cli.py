@@ -82,7 +82,7 @@ def test_ncg_and_toppush_options_reach_the_model(tmp_path, capsys):
 
 
 def test_evaluate_a_standardized_model(tmp_path, capsys):
-    from sparkrank.data.io import read_ranking_data
+    from sparkrank.io.files import read_ranking_data
     from sparkrank.evaluation import evaluate_ranking
 
     m = tmp_path / "std.json"
@@ -141,7 +141,7 @@ def test_numeric_options_are_checked_by_the_parser(tmp_path, capsys, command, op
 @pytest.mark.parametrize("bad", [dict(max_iter=0), dict(max_iter=-5), dict(tol=-1.0), dict(tol=float("nan"))])
 def test_train_refuses_a_non_positive_max_iter_or_tol(bad):
     from sparkrank import train
-    from sparkrank.data.io import read_ranking_data
+    from sparkrank.io.files import read_ranking_data
 
     with pytest.raises(ValueError, match=f"{next(iter(bad))} must be a (finite )?positive"):
         train(read_ranking_data("sample:train"), **bad)

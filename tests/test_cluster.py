@@ -52,7 +52,7 @@ BMRM = ["--solver", "bmrm", "-C", "0.01", "--tol", "1e-2"]  # 13 iterations
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     """3,000 generated rows in Parquet (train, 4 row groups) and 900 as SVMlight text (test, for ``jobs/convert.py``)."""
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.data.svmlight import write_svmlight
     from sparkrank.datasets import make_ranking_data
 
@@ -74,7 +74,7 @@ SOLVER_KWARGS = {"tron": {"solver": "tron", "C": 1.0, "tol": 1e-6}, "bmrm": {"so
 def reference(data):
     """``reference(solver)``: the weights of an undisturbed fit (the local engine's, trained once each),
     which the Spark engine reproduces bit for bit."""
-    from sparkrank.data.io import read_ranking_data
+    from sparkrank.io.files import read_ranking_data
     from sparkrank.training import train
 
     models: dict[str, np.ndarray] = {}

@@ -10,11 +10,11 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import MQ2008, require
-from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.io.files import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.scaled import ScaledEngine
-from sparkrank.evaluation.evaluate import evaluate_model
+from sparkrank.app.evaluate import evaluate_model
 from sparkrank.kernels.losses import SupportPairDiagonalKernel
 from sparkrank.objectives.base import hessian_diagonal_estimate
 from sparkrank.objectives.ranksvm import SquaredHingeObjective
@@ -123,7 +123,7 @@ def rescaled_parquet(tmp_path_factory):
 
 @pytest.mark.parametrize("placement", ["executor", "driver"])
 def test_spark_column_moments_equal_local_bitwise(spark, rescaled_parquet, placement):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     data, path = rescaled_parquet
     w = np.random.default_rng(5).normal(size=data.n_features) * 1e-3
@@ -137,7 +137,7 @@ def test_spark_column_moments_equal_local_bitwise(spark, rescaled_parquet, place
 
 @pytest.mark.parametrize("solver", ["tron", "ncg"])
 def test_spark_default_reaches_the_optimum_on_rescaled_features_and_equals_local(spark, rescaled_parquet, solver):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     data, path = rescaled_parquet
     test_data = rescaled(make_ranking_data(1500, 10, rows_per_group=30, n_levels=4, density=0.6, seed=22)[0], seed=2)

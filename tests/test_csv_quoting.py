@@ -113,8 +113,8 @@ def test_a_bad_row_after_multi_line_records_names_its_record_and_line_on_both_en
 
 def test_header_names_read_a_quoted_header_and_cr_line_ends(tmp_path):
     from sparkrank.io.fs import LOCAL
-    from sparkrank.io.sources import header_names
+    from sparkrank.io.formats.delimited import header_names
 
     path = tmp_path / "h.csv"
     path.write_bytes(b'label,"q,id","f ""1"""\r1,2,3\r')
-    assert header_names(LOCAL, str(path), "csv") == ["label", "q,id", 'f "1"']
+    assert header_names(LOCAL, str(path), ",") == ["label", "q,id", 'f "1"']

@@ -118,7 +118,7 @@ def test_group_keys_are_the_same_for_any_integer_type():
 def test_spark_gives_the_local_digest_in_either_placement(spark, tmp_path):
     """Executor placement (queries dealt to blocks) and driver placement (blocks cutting queries
     and rows of one ranking) on several partition counts: the in-process engine's digest."""
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.datasets import make_ranking_data
     from sparkrank.engines.local import LocalEngine
     from sparkrank.engines.spark import SparkEngine

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from sparkrank.cli import main
-from sparkrank.spark.failures import job_failure_message
+from sparkrank.io.spark.failures import job_failure_message
 
 DATA = Path(__file__).parent / "data" / "spark_failures"
 #: The JVM's own first line (it starts with the vector module): not sparkrank's to remove.
@@ -493,7 +493,7 @@ def test_the_text_of_an_error_whose_jvm_has_died_is_still_had():
     message and the network error's, which say that the JVM is gone, never a second traceback."""
     from py4j.protocol import Py4JNetworkError
 
-    from sparkrank.spark.errors import data_error_in, exception_text
+    from sparkrank.io.spark.errors import data_error_in, exception_text
 
     class JavaErrorOfADeadJvm(Exception):
         errmsg = "An error occurred while calling o123.collectToPython.\n"

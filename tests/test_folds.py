@@ -7,9 +7,10 @@ import pyarrow as pa
 import pytest
 
 from sparkrank.data.block import DataError
-from sparkrank.data.folds import group_folds, group_hash, group_id_text, spark_group_fold, spark_group_hash
+from sparkrank.data.folds import group_folds, group_hash, group_id_text
+from sparkrank.engines.spark.folds import spark_group_fold, spark_group_hash
 from sparkrank.data.table import combine_group_columns
-from sparkrank.io.sources import group_expression
+from sparkrank.io.spark.frames import group_expression
 
 LONGS = [1, 2, 3, 17, 10**12, -5, 2**62]
 STRINGS = ["q1", "q2", "Zürich", "", "a,b", "10"]

@@ -18,7 +18,7 @@ import pytest
 from conftest import require_lake_scheme
 from sparkrank.cli import main
 from sparkrank.data.block import DataError
-from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.io.files import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.io.uri import sample_path
 from sparkrank.model import RankingModel
@@ -210,7 +210,8 @@ def test_csv_text_columns_of_numbers_are_checked_in_one_aggregation(spark, tmp_p
     spelling) but the in-process reader takes for numbers: one aggregation checks all of them
     (it was two jobs per column: 272 for a LETOR file written by pandas), and they are read as
     doubles, the label too; a column of real text is still named."""
-    from sparkrank.io.sources import ColumnSpec, open_source, prepare_frame
+    from sparkrank.io.sources import ColumnSpec, open_source
+    from sparkrank.io.spark.frames import prepare_frame
 
     names = ["f1", "f2", "f3", "f4"]
     lines = ["row,label,qid," + ",".join(names)] + \

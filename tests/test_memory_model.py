@@ -11,12 +11,12 @@ import pytest
 
 from sparkrank.data import memory
 from sparkrank.data.arrow import FeatureSpec
-from sparkrank.data.io import write_parquet
+from sparkrank.io.files import write_parquet
 from sparkrank.data.memory import DataShape, MemoryBudgetError, WorkerBudget
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.spark import SparkEngine
-from sparkrank.spark import sizing
-from sparkrank.spark.block_writer import BlockWriter
+from sparkrank.engines.spark import sizing
+from sparkrank.engines.spark.block_writer import BlockWriter
 from sparkrank.training import train
 
 MiB = 1 << 20

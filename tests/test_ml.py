@@ -280,7 +280,7 @@ def test_ranking_evaluator_matches_local_metrics(spark, df, local_data, fitted):
 
 # -- standardization ----------------------------------------------------------------------------
 def test_feature_statistics_local_and_spark(spark, df, local_data):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     X = local_data.X.toarray()
     local = LocalEngine(local_data).feature_statistics()

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sparkrank.data.io import read_ranking_data
+from sparkrank.io.files import read_ranking_data
 from sparkrank.data.svmlight import write_svmlight
 from sparkrank.data.block import RankingData
 from sparkrank.model import FORMAT_VERSION, RankingModel, convergence_report
@@ -144,8 +144,8 @@ def test_cli_bad_models_exit_2_naming_the_file(sample, tmp_path, command, record
 
 
 def test_spark_predict_with_too_few_weights_names_the_model(spark, sample, tmp_path):
-    from sparkrank.data.io import write_parquet
-    from sparkrank.spark.predict import predict_dataframe
+    from sparkrank.io.files import write_parquet
+    from sparkrank.engines.spark.scoring import predict_dataframe
 
     train_data, _ = sample
     write_parquet(tmp_path / "d.parquet", train_data)

@@ -13,7 +13,7 @@ import pytest
 
 from sparkrank.cli import main
 from sparkrank.data.block import DataError
-from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.io.files import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.registry import choose_engine
 from sparkrank.io.fs import LOCAL, HadoopFileSystem
@@ -333,9 +333,9 @@ def test_data_wider_than_the_model_is_one_message_on_both_engines(spark, tmp_pat
 def test_evaluate_on_data_narrower_than_the_model_counts_every_weight(spark, tmp_path, capsys, small):
     """Rows read at their own width and a model of more weights: the metrics and the training
     objective (½‖w‖² over all its weights) are those of the rows read at the model's width."""
-    from sparkrank.data.io import read_ranking_data
+    from sparkrank.io.files import read_ranking_data
     from sparkrank.engines.local import LocalEngine
-    from sparkrank.evaluation.evaluate import evaluate_model
+    from sparkrank.app.evaluate import evaluate_model
     from sparkrank.model import RankingModel
 
     weights = [0.1, -0.2, 0.3, 0.05, -0.1, 0.7, -0.4]  # the data has 5 columns

@@ -1,4 +1,4 @@
-"""Blocks read straight from local Parquet files (``sparkrank/spark/parquet_blocks.py``).
+"""Blocks read straight from local Parquet files (``sparkrank/engines/spark/parquet_blocks.py``).
 
 The run planning and the query-boundary rule are checked without Spark on random files
 (every row in exactly one block, no query split); on Spark, the direct build must give
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparkrank.spark import parquet_blocks as pb
+from sparkrank.engines.spark import parquet_blocks as pb
 
 
 def _write(path, qids, row_group_size, width=3, seed=0):
@@ -123,7 +123,7 @@ def test_direct_build_gives_the_shuffled_and_the_local_model_bit_for_bit(spark, 
     assert len(engine.refs) == 3 and sum(r.n_rows for r in engine.refs) == engine.summary.n_rows
     assert all(os.path.basename(r.path).startswith("part-") for r in engine.refs)
     df, cols = source.dataframe(spark)
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.training import train
 
     shuffled = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features, num_partitions=3)
@@ -201,7 +201,7 @@ def test_a_query_across_files_keeps_the_local_row_order_in_the_shuffle(spark, tm
     """Spark reads the larger file first, but the shuffled build orders a query's rows by file and
     row as the local reader does, so ``Xᵀc``'s steps (which follow that order) and the model are
     the same bit for bit."""
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.io.sources import open_source
     from sparkrank.training import train
 

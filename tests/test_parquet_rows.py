@@ -27,7 +27,7 @@ from sparkrank.data import parquet_rows
 from sparkrank.data.block import DataError
 from sparkrank.data.table import ranking_data_from_table
 from sparkrank.io import sources
-from sparkrank.io.formats import get_format
+from sparkrank.io.formats.registry import get_format
 from sparkrank.io.sources import ColumnSpec, open_source
 from sparkrank.io.where import filter_columns, to_arrow_filter
 

@@ -223,8 +223,8 @@ def test_train_registry_and_options():
 
 @pytest.mark.parametrize("placement, gradient", [("executor", "fast"), ("driver", "direct")])
 def test_spark_engine_gives_the_local_model(spark, tmp_path, placement, gradient):
-    from sparkrank.data.io import write_parquet
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.io.files import write_parquet
+    from sparkrank.engines.spark.engine import SparkEngine
 
     data, _ = make_ranking_data(600, 6, rows_per_group=60, n_levels=4, density=0.6, seed=21)
     path = tmp_path / "train.parquet"

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from sparkrank.cli import main
-from sparkrank.data.io import write_parquet
+from sparkrank.io.files import write_parquet
 from sparkrank.datasets import make_ranking_data
-from sparkrank.spark import blocks
-from sparkrank.engines import spark as spark_engine
-from sparkrank.engines.spark import ExecutorLossError, SparkEngine
+from sparkrank.engines.spark import kernel_state, store
+from sparkrank.engines.spark import engine as spark_engine
+from sparkrank.engines.spark.engine import ExecutorLossError, SparkEngine
 from sparkrank.training import train
 
 
@@ -35,7 +35,7 @@ def synthetic(tmp_path_factory):
 
 
 def _store_dir(engine: SparkEngine) -> str:
-    return os.path.join(blocks.blocks_root(engine.local_dir), engine.owner.app_id, engine.store_id)
+    return os.path.join(store.blocks_root(engine.local_dir), engine.owner.app_id, engine.store_id)
 
 
 def _drop_states_after(engine: SparkEngine, iteration: int, dropped: list):
@@ -90,9 +90,9 @@ def test_stale_applications_are_swept(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
     here = socket.gethostname()
-    root = blocks.blocks_root(str(tmp_path))
-    old = blocks.STALE_AFTER_SECONDS + 60
-    started = blocks._process_start(os.getpid())
+    root = store.blocks_root(str(tmp_path))
+    old = store.STALE_AFTER_SECONDS + 60
+    started = store._process_start(os.getpid())
     assert started  # Linux: the start time tells a live driver from a recycled PID
     for app, owner, age in (("app-dead", f"{here} {dead_pid}", 0), ("app-live", f"{here} {os.getpid()}", 0),
                             # a live driver here is never swept, however long its blocks sat idle
@@ -108,16 +108,16 @@ def test_stale_applications_are_swept(tmp_path):
         if age:
             t = os.stat(os.path.join(root, app)).st_mtime - age
             os.utime(os.path.join(root, app), (t, t))
-    removed = blocks.sweep_stale_applications("app-current", str(tmp_path))
+    removed = store.sweep_stale_applications("app-current", str(tmp_path))
     assert sorted(os.path.basename(p) for p in removed) == ["app-dead", "app-old-elsewhere", "app-recycled-pid"]
     assert sorted(os.listdir(root)) == ["app-live", "app-live-idle", "app-new-elsewhere"]
     # an executor using the blocks of a driver elsewhere keeps their directory fresh
     part = os.path.join(root, "app-new-elsewhere", "store", "part-00000")
     t = os.stat(os.path.dirname(os.path.dirname(part))).st_mtime - old
     os.utime(os.path.join(root, "app-new-elsewhere"), (t, t))
-    blocks._TOUCHED.clear()
-    blocks._heartbeat(part)
-    assert not blocks.is_stale(os.path.join(root, "app-new-elsewhere"))
+    store._TOUCHED.clear()
+    store._heartbeat(part)
+    assert not store.is_stale(os.path.join(root, "app-new-elsewhere"))
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
@@ -162,7 +162,7 @@ def test_column_moments_rebuild_missing_blocks(spark, synthetic, monkeypatch, ca
         def lose_blocks_once(self, *args):  # what a task on a host without the block file raises
             if failures:
                 failures.pop()
-                raise RuntimeError("PythonException: sparkrank.spark.blocks.BlockMissingError: block is not on host")
+                raise RuntimeError("PythonException: sparkrank.engines.spark.store.BlockMissingError: block is not on host")
             return inner(self, *args)
 
         monkeypatch.setattr(SparkEngine, "_column_moments", lose_blocks_once)
@@ -179,17 +179,17 @@ def test_kept_states_read_back_as_mapped_arrays(tmp_path):
     as aligned views of the file that a task may still write to without touching the file."""
     p = np.random.default_rng(0).normal(size=1001)
     state = [(p, np.arange(1001, dtype=np.int32)), None, (np.zeros(0), p[::3], 7, "x")]
-    blocks._write_state(str(tmp_path), 5, state)
-    back = blocks._read_state(str(tmp_path), 5)
+    kernel_state.write_state(str(tmp_path), 5, state)
+    back = kernel_state.read_state(str(tmp_path), 5)
     assert back[1] is None and back[2][2:] == (7, "x")
     for a, b in [(back[0][0], p), (back[0][1], state[0][1]), (back[2][0], state[2][0]), (back[2][1], p[::3])]:
         assert a.dtype == b.dtype and a.flags.aligned
         np.testing.assert_array_equal(a, b)
     back[0][0][:] = 0.0  # private to this process
-    np.testing.assert_array_equal(blocks._read_state(str(tmp_path), 5)[0][0], p)
-    assert blocks._read_state(str(tmp_path), 6) is None
-    blocks._drop_states(str(tmp_path), (5,))
-    assert blocks._read_state(str(tmp_path), 5) is None
+    np.testing.assert_array_equal(kernel_state.read_state(str(tmp_path), 5)[0][0], p)
+    assert kernel_state.read_state(str(tmp_path), 6) is None
+    kernel_state.drop_states(str(tmp_path), (5,))
+    assert kernel_state.read_state(str(tmp_path), 5) is None
 
 
 def test_a_fold_view_rebuilds_the_blocks_of_all_rows_when_they_are_gone(spark, synthetic, caplog):
@@ -198,7 +198,7 @@ def test_a_fold_view_rebuilds_the_blocks_of_all_rows_when_they_are_gone(spark, s
     trains the model of the same rows in memory bit for bit."""
     import shutil
 
-    from sparkrank.engines.spark_folds import fold_views
+    from sparkrank.engines.spark.folds import fold_views
     from sparkrank.selection.folds import local_split
 
     data, path = synthetic

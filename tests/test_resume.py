@@ -168,7 +168,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def parquet(data, tmp_path_factory):
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
 
     path = tmp_path_factory.mktemp("resume") / "train.parquet"
     write_parquet(path, data)
@@ -221,7 +221,7 @@ def test_cli_tune_resume_gives_the_same_table_and_model(parquet, tmp_path):
 
 @pytest.mark.parametrize("solver", ["bmrm", "ncg"])
 def test_resume_on_spark_is_bitwise_equal_to_local(spark, data, parquet, solver, tmp_path):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     local = train(LocalEngine(data), solver=solver, **SETTINGS[solver])
     directory = f"file://{tmp_path}/ck"  # through Hadoop's FileSystem
@@ -250,7 +250,7 @@ def test_resume_on_changed_data_or_settings_is_refused(request, data, parquet, t
     inside each query (the same label counts, pairs and feature ranges: what the fingerprint
     missed before), with one feature value one ulp higher, or with another tolerance."""
     from sparkrank.cli import main
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
 
     if engine == "spark":
         request.getfixturevalue("spark")

@@ -232,16 +232,16 @@ def test_cli_tune_bad_range_is_a_clear_error(capsys):
 
 def _view_group_ids(engine) -> list:
     """The group id of every row of a Spark engine's blocks."""
-    from sparkrank.spark import blocks
+    from sparkrank.engines.spark import tasks
 
-    return [q for _, _, ids in engine._refs_rdd.mapPartitions(blocks.labels_task()).collect() for q in ids]
+    return [q for _, _, ids in engine._refs_rdd.mapPartitions(tasks.labels_task()).collect() for q in ids]
 
 
 @pytest.mark.parametrize("placement", ["executor", "driver"])
 def test_spark_fold_views_hold_the_groups_of_the_hash_rule(spark, placement):
     """A fold view's blocks, derived on the executors from the blocks of all rows, hold exactly
     the groups the Spark column rule (and the local one) puts in its folds, as wide as all rows."""
-    from sparkrank.engines.spark_folds import fold_views
+    from sparkrank.engines.spark.folds import fold_views
     from sparkrank.selection.folds import OpenedEngine
 
     rng = np.random.default_rng(1)
@@ -279,7 +279,7 @@ def test_spark_fold_views_hold_the_groups_of_the_hash_rule(spark, placement):
 def test_spark_kfold_reads_the_source_once_and_an_empty_fold_is_an_error_first(spark, monkeypatch):
     """tune --folds on Spark builds one engine from the source (the parts are its fold views, the
     refit runs on it) and refuses a fold without groups before any fit, in the local words."""
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     rng = np.random.default_rng(2)
     rows = [(float(rng.integers(0, 3)), int(q), [float(v) for v in rng.random(3)])

@@ -194,8 +194,8 @@ def test_cli_nan_init_model_and_nan_predict_model_exit_2(data, tmp_path):
 
 @pytest.mark.parametrize("factor", [1e150, 1e300])
 def test_extreme_scales_give_the_same_outcome_on_spark(spark, data, tmp_path, factor):
-    from sparkrank.data.io import write_parquet
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.io.files import write_parquet
+    from sparkrank.engines.spark.engine import SparkEngine
 
     big = scaled(data, factor)
     write_parquet(tmp_path / "big.parquet", big)

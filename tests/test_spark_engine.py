@@ -9,13 +9,13 @@ import pytest
 
 from conftest import MQ2008, require
 from sparkrank.data.block import DataError, RankingData
-from sparkrank.data.io import read_ranking_data, write_parquet
+from sparkrank.io.files import read_ranking_data, write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.evaluation import evaluate_ranking
-from sparkrank.evaluation.evaluate import evaluate_model
+from sparkrank.app.evaluate import evaluate_model
 from sparkrank.engines.registry import make_engine
-from sparkrank.engines.spark import SparkEngine
+from sparkrank.engines.spark.engine import SparkEngine
 from sparkrank.io.sources import open_source
 from sparkrank.numerics.exact_sum import dd_add
 from sparkrank.training import train
@@ -81,7 +81,7 @@ def test_executor_tiles_give_the_local_model_bit_for_bit(spark, synthetic, synth
 
 def test_executor_blocks_never_split_a_group(spark, synthetic):
     data, path = synthetic
-    from sparkrank.spark.blocks import open_block
+    from sparkrank.engines.spark.store import open_block
 
     with SparkEngine(spark.read.parquet(path), placement="executor", num_partitions=4) as engine:
         seen = []
@@ -157,7 +157,7 @@ def test_invalid_rows_are_dropped_and_counted_on_request(spark, tmp_path, caplog
 def test_too_few_features_is_an_error_and_leaves_no_blocks(spark, synthetic):
     import os
 
-    from sparkrank.spark.blocks import blocks_root
+    from sparkrank.engines.spark.store import blocks_root
 
     data, path = synthetic
     # this application's block files: the owner marker its first engine writes is bookkeeping,
@@ -198,8 +198,8 @@ def test_evaluate_on_spark_equals_local(spark, synthetic):
 def test_predict_keeps_id_columns_and_per_query_metrics(spark, synthetic, tmp_path):
     data, path = synthetic
     from sparkrank.evaluation import per_group_metrics
-    from sparkrank.spark.evaluate import per_query_metrics
-    from sparkrank.spark.predict import predict_dataframe
+    from sparkrank.engines.spark.scoring import per_query_metrics
+    from sparkrank.engines.spark.scoring import predict_dataframe
 
     model = train(data, solver="tron", C=0.05)
     df = spark.read.parquet(path)
@@ -225,25 +225,25 @@ def test_wide_sparse_blocks_ship_their_non_zero_columns_with_the_same_bits(spark
     """One SVMlight row with feature 66,000: each block's column sums travel as their non-zero
     columns (SparseSums; dense ones cost 16 bytes per feature per product and, at feature
     4,000,000, ran the local driver's JVM out of heap), and the model is the local engine's."""
-    from sparkrank.spark import blocks
+    from sparkrank.engines.spark import tasks
 
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(2, 70000)), rng.normal(size=(2, 70000))
     a[:, rng.random(70000) < 0.9] = 0.0
-    sparse = blocks._padded((a[0], a[1]), 70000)
-    assert isinstance(sparse, blocks.SparseSums) and sparse.columns.shape[0] < 70000 // 4
+    sparse = tasks._padded((a[0], a[1]), 70000)
+    assert isinstance(sparse, tasks.SparseSums) and sparse.columns.shape[0] < 70000 // 4
     for x, y in ((sparse, (b[0], b[1])), ((b[0], b[1]), sparse), (sparse, sparse)):
-        got = blocks.add_dd(x, y)
-        want = dd_add(blocks.dense_sums(x), blocks.dense_sums(y))
+        got = tasks.add_dd(x, y)
+        want = dd_add(tasks.dense_sums(x), tasks.dense_sums(y))
         assert all(np.array_equal(g.view(np.int64), w.view(np.int64)) for g, w in zip(got, want))
     lines = [f"{i % 3} qid:{i // 20} 1:{rng.random():.4f} 2:{rng.random():.4f}" for i in range(200)]
-    lines[31] += f" {blocks.SPARSE_SUMS_MIN_FEATURES + 464}:1.0"
+    lines[31] += f" {tasks.SPARSE_SUMS_MIN_FEATURES + 464}:1.0"
     path = tmp_path / "wide.svm"
     path.write_text("\n".join(lines) + "\n")
     local = train(read_ranking_data(str(path)), C=1.0, max_iter=2)
     with make_engine(open_source(str(path), spark=spark), "spark", spark=spark, num_partitions=2) as engine:
         distributed = train(engine, C=1.0, max_iter=2)
-    assert distributed.weights.shape == local.weights.shape == (blocks.SPARSE_SUMS_MIN_FEATURES + 464,)
+    assert distributed.weights.shape == local.weights.shape == (tasks.SPARSE_SUMS_MIN_FEATURES + 464,)
     np.testing.assert_array_equal(distributed.weights, local.weights)
 
 
@@ -302,7 +302,7 @@ def test_long_spark_jobs_log_progress_lines(spark, caplog):
     import logging
     import time as _time
 
-    from sparkrank.spark.progress import job_progress
+    from sparkrank.engines.spark.progress import job_progress
 
     def slow(rows):
         _time.sleep(1.5)
@@ -325,8 +325,8 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     (``get_session`` sets ``spark.python.unix.domain.socket.enabled``)."""
     import gc
 
-    from sparkrank.spark import blocks
-    from sparkrank.spark.worker import worker_task
+    from sparkrank.engines.spark import tasks
+    from sparkrank.io.spark.worker import worker_task
 
     def frozen(rows):
         for _ in rows:
@@ -337,10 +337,10 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     assert len(counts) == 2 and min(counts) > 1000  # the worker's imported modules, at least
     assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
     # every task factory of a pass hands Spark the freezing wrapper
-    for task in (blocks.scores_task(None), blocks.driver_products_task((), (), {}, 1, None), blocks.labels_task(),
-                 blocks.executor_pass_task(None, None, 1, None, None, ()), blocks.column_totals_task(),
-                 blocks.centred_squares_task(None, 1),
-                 blocks.column_moments_task(None, None, 1)):
+    for task in (tasks.scores_task(None), tasks.driver_products_task((), (), {}, 1, None), tasks.labels_task(),
+                 tasks.executor_pass_task(None, None, 1, None, None, ()), tasks.column_totals_task(),
+                 tasks.centred_squares_task(None, 1),
+                 tasks.column_moments_task(None, None, 1)):
         assert task.__wrapped__.__name__ == "task"
 
 
@@ -350,8 +350,8 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
     tree, a second stage with a shuffle once a pass has more than nine tasks) for wide ones or
     when asked; the model is the same bit for bit either way.  On a local master a pass over 12
     blocks runs ``LOCAL_TASKS_PER_CORE`` tasks per core (each over several blocks)."""
-    from sparkrank.engines import spark as spark_engine
-    from sparkrank.engines.spark import DRIVER_PARTIALS_ENTRIES, auto_aggregation_depth
+    from sparkrank.engines.spark import engine as spark_engine
+    from sparkrank.engines.spark.engine import DRIVER_PARTIALS_ENTRIES, auto_aggregation_depth
     from sparkrank.kernels.losses import SquaredHingeKernel
 
     assert auto_aggregation_depth(12, 12) == 1 and auto_aggregation_depth(1000, 136) == 1
@@ -391,8 +391,8 @@ def test_small_vectors_travel_inside_the_tasks_and_large_ones_as_broadcasts(spar
 
     from pyspark import Broadcast
 
-    from sparkrank.engines.spark import INLINE_ARRAY_BYTES, SparkEngine
-    from sparkrank.spark.blocks import InlineValue
+    from sparkrank.engines.spark.engine import INLINE_ARRAY_BYTES, SparkEngine
+    from sparkrank.engines.spark.tasks import InlineValue
 
     small = np.arange(INLINE_ARRAY_BYTES // 8, dtype=np.float64)
     large = np.arange(INLINE_ARRAY_BYTES // 8 + 1, dtype=np.float64)

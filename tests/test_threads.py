@@ -113,7 +113,7 @@ def test_threads_on_one_global_ranking(solver):
 
 @pytest.mark.slow
 def test_threads_on_mq2008_bitwise():
-    from sparkrank.data.io import read_ranking_data
+    from sparkrank.io.files import read_ranking_data
 
     data = read_ranking_data(require(MQ2008 / "train.txt"))
     one, two = _fit(data, 1, solver="tron", C=1.0), _fit(data, 2, solver="tron", C=1.0)

@@ -375,7 +375,7 @@ def test_train_registers_toppush_with_options(rng):
 
 @pytest.fixture(scope="module")
 def toppush_parquet(tmp_path_factory):
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.datasets import make_ranking_data
 
     data, _ = make_ranking_data(600, 6, rows_per_group=20, n_levels=3, density=0.6, seed=5)
@@ -386,7 +386,7 @@ def toppush_parquet(tmp_path_factory):
 
 @pytest.mark.parametrize("placement", ["executor", "driver"])
 def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.engines.spark.engine import SparkEngine
 
     data, path = toppush_parquet
     local = apg(TopPushObjective(LocalEngine(data), C=0.3), tol=0.0, max_iter=6)
@@ -407,8 +407,8 @@ def test_spark_engine_gives_the_local_model(spark, toppush_parquet, placement):
 
 
 def test_spark_driver_placement_global_scope_equals_local(spark, toppush_parquet, tmp_path):
-    from sparkrank.data.io import write_parquet
-    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.io.files import write_parquet
+    from sparkrank.engines.spark.engine import SparkEngine
 
     data, _ = toppush_parquet
     flat = RankingData.from_arrays(data.X, data.groups.labels)  # one global ranking

@@ -311,7 +311,7 @@ def test_noisy_set_k1_gives_w0_with_the_reason_and_the_default_does_not():
 
 @pytest.fixture(scope="module")
 def top_k_parquet(tmp_path_factory):
-    from sparkrank.data.io import write_parquet
+    from sparkrank.io.files import write_parquet
     from sparkrank.datasets import make_ranking_data
 
     data, _ = make_ranking_data(600, 6, rows_per_group=30, n_levels=3, density=0.6, seed=5)

@@ -62,7 +62,7 @@ def _problem(dtype=np.float64, layout: str = "sparse"):
 
 def _train_and_evaluate(data, solvers: tuple[str, ...]) -> None:
     from sparkrank.engines.local import LocalEngine
-    from sparkrank.evaluation.evaluate import evaluate_model
+    from sparkrank.app.evaluate import evaluate_model
     from sparkrank.training import train
 
     with LocalEngine(data, threads=1) as engine:

@@ -84,6 +84,19 @@ def max_features_message(what: str, width: int, max_features: int) -> str:
             "if the data really is that wide")
 
 
+def check_model_width(n_columns: int, n_weights: int, source: str, data: str = "the data") -> None:
+    """A ``DataError`` naming the model ``source`` (and the input, ``data``) when the data has more
+    feature columns than the model has weights: the one message of predict and evaluate on
+    both engines.
+
+    Fewer columns are fine (absent trailing features are zeros).  Plain arguments, so a
+    Spark task can check without shipping the model.
+    """
+    if n_columns > n_weights:
+        raise DataError(f"{data} has {n_columns} feature columns but the model {source} has only "
+                        f"{n_weights} weights (it never saw the features beyond)")
+
+
 def beyond_float32(what: str, value) -> str:
     """The one text for a finite feature value that float32 cannot hold (``--dtype float32``
     turns it into inf): ``what`` names the feature (and line or row), ``value`` is as read."""

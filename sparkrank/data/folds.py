@@ -8,7 +8,7 @@ a group is a seeded hash of the *text* of its id,
 
 where the id text is what Spark's ``cast(id as string)`` gives (integers in decimal, strings
 as they are, several group columns as the JSON text of
-:func:`sparkrank.io.sources.group_expression`).  Spark evaluates it as a column expression
+:func:`sparkrank.io.spark.frames.group_expression`).  Spark evaluates it as a column expression
 (``md5``, ``conv``, ``pmod``: a filter pushed into the scan, nothing collected), the local
 engine with :mod:`hashlib` over its group ids, and both give every group the same fold, so
 ``tune --folds`` picks from the same splits whichever engine runs it.  Unlike dealing
@@ -112,17 +112,10 @@ def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
     return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))
 
 
-def spark_group_hash(group, seed: int = 0):
-    """The rule's hash as a Spark column of ``group`` (a column or column name), long in ``[0, 2**32)``."""
-    from pyspark.sql import functions as F
-
-    column = F.col(group) if isinstance(group, str) else group
-    digest = F.md5(F.concat(F.lit(f"{int(seed)}:"), column.cast("string")))
-    return F.conv(F.substring(digest, 1, _HEX_DIGITS), 16, 10).cast("long")
-
-
-def spark_group_fold(group, k: int, seed: int = 0):
-    """The fold (``0..k-1``) of each row's group as a Spark column: :func:`group_folds` row by row."""
-    from pyspark.sql import functions as F
-
-    return F.pmod(spark_group_hash(group, seed), F.lit(check_fold_count(k)))
+def local_split(data: RankingData, k: int, seed: int) -> list[tuple[RankingData, RankingData]]:
+    """``(training part, held-out part)`` of each of the ``k`` folds of ``data`` (whole groups)."""
+    if data.qids is None:
+        raise DataError("group-wise k-fold needs query ids; this data is one global ranking")
+    fold = group_folds(data.qids, k, seed)
+    return [(take_groups(data, np.flatnonzero(fold != i)), take_groups(data, np.flatnonzero(fold == i)))
+            for i in range(k)]

@@ -13,7 +13,7 @@ Used before anything is allocated:
   when one global ranking's scores cannot fit the driver process (driver placement);
 * the local engine's refusal when the rows cannot fit this process (:func:`check_local`).
 
-What a block holds (``spark/blocks.py``, ``data/block.py``; exact, :func:`DataShape.block_bytes`):
+What a block holds (``engines/spark/store.py``, ``data/block.py``; exact, :func:`DataShape.block_bytes`):
 dense rows ``rows x features x itemsize``; CSR an ``int64`` row pointer per row, an ``int32``
 column and an ``itemsize`` value per stored entry; per row a ``float64`` label and an ``int32``
 label rank; per group an ``int64`` offset, ``int32`` level count, ``float64`` pair count and an
@@ -42,7 +42,7 @@ ROWS_PER_GROUP = 100
 #: Bytes per row a pass adds in a Python worker, besides the block: the scores (float64), the
 #: kept kernel state read back (TRON: scores, order, sweep plan, ~24), one tile's coefficients.
 PASS_ROW_BYTES = 8 + 24 + 8
-#: Bytes per row while a block is built (``spark/block_writer.py``): labels and query ids kept
+#: Bytes per row while a block is built (``engines/spark/block_writer.py``): labels and query ids kept
 #: until the block is done (16) and the grouping's temporaries (sorts, level ids: ~64).
 BUILD_ROW_BYTES = 16 + 64
 #: Bytes per feature of one block's partial sums: ``Xᵀc`` and the preconditioner's two column
@@ -56,7 +56,7 @@ SPARSE_SUMS_MIN_FEATURES = 1 << 16
 #: compiled kernels (measured: 0.12-0.20 GB resident on local[2]).
 WORKER_BASE_BYTES = 256 * MiB
 #: Rows of the Arrow batches a block's builder holds at once: Parquet rows read straight from
-#: the files (``spark/parquet_blocks.py``), and Spark's Arrow batches in a shuffled build
+#: the files (``engines/spark/parquet_blocks.py``), and Spark's Arrow batches in a shuffled build
 #: (``spark.sql.execution.arrow.maxRecordsPerBatch``'s default).
 READ_BATCH_ROWS = 1 << 14
 ARROW_BATCH_ROWS = 10_000
@@ -108,7 +108,7 @@ class DataShape:
         return 8 * (self.rows + 1) + self.nnz * (4 + self.itemsize)
 
     def block_bytes(self) -> int:
-        """The bytes of a block of these rows (``blocks._write_block``'s arrays)."""
+        """The bytes of a block of these rows (``engines/spark/block_writer.py``'s arrays)."""
         return self.feature_bytes() + ROW_BYTES * self.rows + GROUP_BYTES * self.n_groups + 8
 
     def part(self, parts: int) -> "DataShape":

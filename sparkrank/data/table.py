@@ -2,7 +2,7 @@
 
 Columns are named by a :class:`~sparkrank.io.sources.ColumnSpec`; the group id of several
 columns is the JSON text of their values, the same text Spark's ``to_json(struct(...))``
-gives (:func:`sparkrank.io.sources.group_expression`), so both engines see the same ids.
+gives (:func:`sparkrank.io.spark.frames.group_expression`), so both engines see the same ids.
 """
 
 from __future__ import annotations

@@ -1,28 +1,28 @@
-"""Every engine comes from here: :data:`ENGINES` and :func:`make_engine`.
+"""Every engine comes from here, and only here is it asked which engine runs.
 
 Design
 ------
-An engine owns *where* ``X·w``, the score-space kernel and ``Xᵀ·c`` run (docs/design.md §2); what it
-needs from the outside world is rows.  Rows come from a
-:class:`~sparkrank.io.sources.Source`, which can hand them over in the two shapes engines
-take: a local :class:`~sparkrank.data.block.RankingData` (``Source.ranking_data``) or a Spark
-DataFrame with its column names (``Source.dataframe``).  So an engine entry here is a
-name, a one-line description, the keyword options it accepts, and a ``build(source,
-**options)`` function; the CLI, ``tune``, the jobs and ``LinearRanker`` only ever call
-:func:`make_engine`, and ``--engine`` offers whatever :data:`ENGINES` holds.
+An engine owns *where* ``X·w``, the score-space kernel and ``Xᵀ·c`` run (docs/design.md §2); its
+:class:`~sparkrank.engines.backend.Backend` owns everything else that depends on where the rows
+live: opening an input, building the training engine, scoring rows and writing scores and
+per-query metrics, converting data, and cutting rows into group-wise folds.  An entry here is a
+name, a one-line description and the backend (imported when first used, so the local engine
+never imports Spark's or Arrow's modules).  The CLI, ``tune``, ``train``, the jobs and
+``LinearRanker`` reach an engine through :func:`backend`, :func:`make_engine` or
+:func:`rows_for`, and ``--engine`` offers whatever :data:`ENGINES` holds.
 
-Adding a third engine (say one on Ray or Dask) is therefore one file and one line:
+Adding an engine (say one on Ray or Dask) is therefore one module and one line:
 
 1. ``sparkrank/engines/ray.py`` with a class implementing
    :class:`~sparkrank.engines.base.Engine` (``summary``, ``run``, ``feature_statistics``,
-   ``close``) and a ``build(source, **options)`` that reads the source in the shape it
-   wants (``source.dataframe(spark)`` or ``source.ranking_data()``, or the source's
-   ``uris`` and ``format`` with its own reader);
-2. one :class:`EngineEntry` line in :data:`ENGINES` below.
+   ``close``) and its :class:`~sparkrank.engines.backend.Backend`; an engine that takes rows
+   read into this process needs only an :class:`~sparkrank.engines.backend.InProcessBackend`
+   with ``engine_over(data)``;
+2. one :class:`EngineEntry` in :data:`ENGINES` below (or :func:`register_engine`).
 
-Solvers, objectives, the CLI's option parsing and the tests of the other engines do not
-change; the bit-identity tests of ``tests/test_spark_engine.py`` show what a new engine
-must reproduce.
+Solvers, objectives, the use cases, the CLI's option parsing and the tests of the other engines
+do not change; the bit-identity tests of ``tests/test_spark_engine.py`` show what a new engine
+must reproduce, and ``tests/test_engine_registry.py`` adds a toy engine this way.
 
 :func:`choose_engine` is the ``--engine auto`` rule, kept here so the reason it prints
 is next to the engines it chooses between.
@@ -30,15 +30,13 @@ is next to the engines it chooses between.
 
 from __future__ import annotations
 
-import dataclasses
+import importlib
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
-
-from ..data.block import DataError
+from .backend import Backend, EngineRows, EngineSettings, Rows
 from .base import Engine
 
 log = logging.getLogger("sparkrank")
@@ -46,122 +44,91 @@ log = logging.getLogger("sparkrank")
 
 @dataclass(frozen=True)
 class EngineEntry:
-    """One engine: its name, what it is, the options it accepts, and its factory."""
+    """One engine: its name, what it is, and its backend (a class, or ``"module:Class"``)."""
 
     name: str
     description: str
-    options: tuple[str, ...]
-    build: Callable[..., Engine]
+    backend: Any
 
+    def load(self) -> type[Backend]:
+        """The backend class (imported on first use)."""
+        if isinstance(self.backend, str):
+            module, name = self.backend.split(":")
+            return getattr(importlib.import_module(module), name)
+        return self.backend
 
-def _build_local(source, *, n_features: int | None = None, dtype: type = np.float64,
-                 drop_invalid_rows: bool = False, threads: int | None = None) -> Engine:
-    from .local import LocalEngine
-    from .threads import check_threads
-
-    threads = check_threads(threads)  # the same threads parse the text (SVMlight) and run the passes
-    return LocalEngine(_ranking_data(source, n_features, dtype, drop_invalid_rows, threads), threads=threads)
-
-
-def _ranking_data(source, n_features, dtype, drop_invalid_rows, threads=1):
-    from ..data import heap, memory
-    from ..data.block import RankingData
-
-    if isinstance(source, RankingData):
-        return source if n_features is None else source.with_features(n_features)
-    found = input_shape(source, np.dtype(dtype).itemsize)
-    if found is not None:  # one line now rather than a MemoryError halfway through the read
-        shape = found if n_features is None else dataclasses.replace(found, features=max(n_features, found.features))
-        memory.check_local(shape, threads, source.name)
-    data = source.ranking_data(n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows,
-                               threads=threads)
-    heap.return_freed_memory()  # what the read freed on its threads (data/heap.py)
-    return data
-
-
-def _build_spark(source, *, spark=None, n_features: int | None = None, dtype: type = np.float64,
-                 drop_invalid_rows: bool = False, placement: str = "auto", num_partitions: int | None = None,
-                 aggregation_depth: int | None = None) -> Engine:
-    from ..io.fs import active_or_new_session
-    from .spark import SparkEngine
-
-    df, cols = source.dataframe(spark or active_or_new_session())
-    local_files = getattr(source, "local_parquet_files", None)
-    hint = None if num_partitions else input_shape(source, np.dtype(dtype).itemsize)
-    try:
-        return SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
-                           placement=placement, num_partitions=num_partitions, dtype=dtype,
-                           aggregation_depth=aggregation_depth, n_features=n_features,
-                           drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
-                           row_locator=getattr(source, "locate_row", None), size_hint=hint)
-    except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process
-        from ..io.where import cannot_read
-        from ..spark.errors import CAST_CONDITION, data_error_in
-
-        error = data_error_in(exc)
-        where = getattr(source, "where", None)
-        if error is None or not where or not str(error).startswith(f"[{CAST_CONDITION}]"):
-            raise
-        raise DataError(cannot_read(source.name, where, error, getattr(source, "filter_option", "--where"))) from None
-
-
-def input_shape(source, itemsize: int):
-    """What a source's local files hold, told before they are read (the memory model's
-    :class:`~sparkrank.data.memory.DataShape`: Parquet footers, a sample of SVMlight text), or
-    ``None`` when that cannot be told (other formats, remote files, compressed text)."""
-    from ..data import memory
-    from ..io import uri as U
-
-    files = [(U.local_path(entry.path), entry.size) for entry in getattr(source, "files", ())]
-    if not files or any(path is None for path, _ in files):
-        return None
-    columns = source.columns
-    try:
-        if source.format == "svmlight":
-            return memory.svmlight_shape(files, itemsize)
-        if source.format != "parquet":
-            return None
-        import pyarrow.parquet as pq  # Parquet only: the SVMlight path needs neither Arrow nor scipy
-
-        from ..data.arrow import FeatureSpec
-
-        paths = [path for path, _ in files]
-        if columns.feature_cols:  # named numeric columns: dense rows of them
-            rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
-            return memory.DataShape(rows, len(columns.feature_cols), itemsize=itemsize)
-        spec = FeatureSpec.detect(pq.read_schema(paths[0]).names, columns.features)
-        return memory.parquet_shape(paths, spec, itemsize)
-    except (OSError, ValueError):  # not readable or not as expected: the read says why
-        return None
-
-
-_COMMON = ("n_features", "dtype", "drop_invalid_rows")
 
 #: The engines, by ``--engine`` name.
 ENGINES: dict[str, EngineEntry] = {
     "local": EngineEntry("local", "in this process: one block, numba on every core (--threads)",
-                         _COMMON + ("threads",), _build_local),
+                         "sparkrank.engines.local_backend:LocalBackend"),
     "spark": EngineEntry("spark", "Spark: cached blocks on the executors (embedded local[*] unless --master "
-                         "or spark-submit)", _COMMON + ("spark", "placement", "num_partitions", "aggregation_depth"),
-                         _build_spark),
+                         "or spark-submit)", "sparkrank.engines.spark.backend:SparkBackend"),
 }
+
+
+def register_engine(entry: EngineEntry) -> None:
+    """Add an engine (``--engine``, ``make_engine``, ``tune`` and ``train`` pick it up)."""
+    if entry.name in ENGINES or entry.name == "auto":
+        raise ValueError(f"engine {entry.name!r} is registered already")
+    ENGINES[entry.name] = entry
+
+
+def unregister_engine(name: str) -> None:
+    """Remove an engine added by :func:`register_engine`."""
+    ENGINES.pop(name, None)
+
+
+def _entry(kind: str) -> EngineEntry:
+    if kind not in ENGINES:
+        raise ValueError(f"unknown engine {kind!r}; choose one of {', '.join(ENGINES)}")
+    return ENGINES[kind]
+
+
+def backend(kind: str, settings: EngineSettings = EngineSettings(), session=None) -> Backend:
+    """The ``kind`` engine's backend for one command (a Spark backend starts its session unless
+    ``session``, a running one, is given)."""
+    return _entry(kind).load()(settings, session=session)
+
+
+def evaluates_spark_sql(kind: str) -> bool:
+    """Whether the ``kind`` engine evaluates a Spark SQL row filter (``--where-sql``)."""
+    return bool(getattr(_entry(kind).load(), "spark_sql", False))
 
 
 def make_engine(source, kind: str, **options: Any) -> Engine:
     """The ``kind`` engine over ``source`` (a :class:`~sparkrank.io.sources.Source`, a
-    :class:`~sparkrank.io.sources.FrameSource`, or for ``local`` a ``RankingData``).
+    :class:`~sparkrank.io.sources.FrameSource`, or for an in-process engine a ``RankingData``).
 
-    ``options`` are the engine's keyword options (:attr:`EngineEntry.options`); ``None``
+    ``options`` are the engine's keyword options (its backend's ``options``); ``None``
     values mean "the engine's default" and are dropped.
     """
-    if kind not in ENGINES:
-        raise ValueError(f"unknown engine {kind!r}; choose one of {', '.join(ENGINES)}")
-    entry = ENGINES[kind]
+    cls = _entry(kind).load()
     options = {k: v for k, v in options.items() if v is not None}
-    unknown = sorted(set(options) - set(entry.options))
+    unknown = sorted(set(options) - set(cls.options))
     if unknown:
-        raise TypeError(f"the {kind} engine takes no option {unknown[0]!r} (it takes {', '.join(entry.options)})")
-    return entry.build(source, **options)
+        raise TypeError(f"the {kind} engine takes no option {unknown[0]!r} (it takes {', '.join(cls.options)})")
+    return cls.build(source, **options)
+
+
+def rows_for(rows) -> Rows:
+    """Training rows given to ``tune`` or ``train`` (a ``RankingData``, a Spark DataFrame or
+    ``SparkSource``, an engine, or rows of a backend) as :class:`~sparkrank.engines.backend.Rows`
+    of the engine they belong to."""
+    if isinstance(rows, Rows):
+        return rows
+    if isinstance(rows, Engine):
+        return EngineRows(rows)
+    for entry in ENGINES.values():
+        adopted = entry.load().adopt(rows)
+        if adopted is not None:
+            return adopted
+    raise TypeError(f"expected RankingData, an Engine, a SparkSource or a Spark DataFrame, got {type(rows).__name__}")
+
+
+def engine_for(rows) -> Engine:
+    """An engine over ``rows`` (see :func:`rows_for`); an engine is returned as it is."""
+    return rows_for(rows).engine()
 
 
 # ----------------------------------------------------------------------------- --engine auto
@@ -169,10 +136,12 @@ def make_engine(source, kind: str, **options: Any) -> Engine:
 #: An input is read in-process under ``--engine auto`` when its estimated in-memory size is
 #: at most this fraction of the memory available now (the solver needs a few more vectors).
 LOCAL_MEMORY_FRACTION = 0.25
-#: In-memory bytes per on-disk byte, by format: SVMlight text "12:0.5 " (7 bytes) becomes
-#: 12 bytes of CSR (float64 + int32); compressed files expand about 5x more.
-_EXPANSION = {"svmlight": 2.0, "parquet": 4.0, "csv": 2.0, "tsv": 2.0}
+#: In-memory bytes per on-disk byte of a compressed file (a format's own factor,
+#: :attr:`~sparkrank.io.formats.base.Format.memory_expansion`, is for uncompressed ones: SVMlight
+#: text "12:0.5 " (7 bytes) becomes 12 bytes of CSR, float64 + int32); of a file no name
+#: identifies, Parquet's.
 _COMPRESSED_EXPANSION = 10.0
+_UNNAMED_EXPANSION = 4.0
 
 
 def choose_engine(requested: str, uris: list[str], *, master: str | None = None, where: str | None = None,
@@ -196,8 +165,12 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
     remote = [u for u in uris if U.has_scheme(u)]
     if remote:
         return "spark", f"input {remote[0]} is a URI (data lake)"
-    if format == "delta":
-        return "spark", "Delta tables are read by Spark"
+    if format != "auto":
+        from ..io.formats.registry import get_format
+
+        fmt = get_format(format)
+        if not fmt.local:
+            return "spark", fmt.spark_only_reason
     if where and where_sql:
         return "spark", "--where-sql is Spark SQL"
     if where:
@@ -218,7 +191,8 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
 def _local_footprint(uris: list[str]) -> tuple[int, float]:
     """On-disk bytes of local inputs and their estimated in-memory size."""
     from ..io import uri as U
-    from ..io.formats import format_by_suffix, is_compressed
+    from ..data.compression import is_compressed
+    from ..io.formats.registry import format_by_suffix
     from ..io.fs import LOCAL
 
     size, expanded = 0, 0.0
@@ -227,8 +201,9 @@ def _local_footprint(uris: list[str]) -> tuple[int, float]:
         matches = LOCAL.glob(path) if U.has_glob(path) else ([path] if LOCAL.exists(path) else [])
         for m in matches:
             for entry in LOCAL.list_files(m):
-                fmt = format_by_suffix(U.basename(entry.path)) or "parquet"
-                factor = _COMPRESSED_EXPANSION if is_compressed(entry.path) else _EXPANSION.get(fmt, 4.0)
+                fmt = format_by_suffix(U.basename(entry.path))
+                factor = (_COMPRESSED_EXPANSION if is_compressed(entry.path) else
+                          fmt.memory_expansion if fmt is not None else _UNNAMED_EXPANSION)
                 size += entry.size
                 expanded += factor * entry.size
     return size, expanded

@@ -6,7 +6,7 @@ to back while the tile's rows are still in the last-level cache, so ``X`` is rea
 once per pass instead of once per product: on two cores the memory, not the arithmetic, is
 the limit of a separate ``X·v`` and ``Xᵀc``.  The in-process engine runs runs of tiles on its
 threads (:mod:`sparkrank.engines.local`); a Spark executor runs the tiles of its block
-(:mod:`sparkrank.spark.blocks`).  A kernel with a compiled group form (TRON's Hessian product)
+(:mod:`sparkrank.engines.spark.store`).  A kernel with a compiled group form (TRON's Hessian product)
 runs group by group inside one compiled loop instead (:mod:`sparkrank.engines.group_passes`),
 so its pass reads ``X`` from memory once even where the last-level cache is no faster than
 memory.

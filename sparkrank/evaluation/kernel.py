@@ -8,7 +8,7 @@ over blocks and :meth:`MetricsKernel.finish` turns the totals into the metrics d
 Because the sums are double-double, every engine and partitioning gives the same values.
 
 Everything that reports pooled metrics goes through it: ``sparkrank evaluate``
-(:func:`~sparkrank.evaluation.evaluate.evaluate_model`, any engine), ``tune``'s validation
+(:func:`~sparkrank.app.evaluate.evaluate_model`, any engine), ``tune``'s validation
 scores, :class:`sparkrank.ml.RankingEvaluator` (a Spark engine over the scored rows), and
 the in-memory :func:`evaluate_ranking` and single-metric functions below (the kernel on
 one block).  Names are those of :mod:`sparkrank.evaluation.names`.

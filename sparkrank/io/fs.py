@@ -364,11 +364,11 @@ def _active_session():
 
 
 def active_or_new_session():
-    """The running SparkSession, or an embedded one (quiet, see :mod:`sparkrank.spark.session`)."""
+    """The running SparkSession, or an embedded one (quiet, see :mod:`sparkrank.io.spark.session`)."""
     active = _active_session()
     if active is not None:
         return active
-    from ..spark.session import get_session
+    from .spark.session import get_session
 
     return get_session()
 

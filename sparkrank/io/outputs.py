@@ -128,3 +128,32 @@ def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], spark=
     for row in rows:
         writer.writerow([safe_cell(v) for v in row])
     filesystem(path, spark).write_text(path, buffer.getvalue())
+
+
+def write_via_local_file(out: str, write_local) -> None:
+    """Write a file with ``write_local(local_path)`` and move it, atomically, to a path or URI."""
+    import os
+    import tempfile
+
+    from .fs import LOCAL, FileError
+
+    fd, tmp = tempfile.mkstemp(suffix=".sparkrank.tmp")
+    os.close(fd)
+    try:
+        try:
+            write_local(tmp)
+        except OSError as exc:  # the system's temporary directory is full: say which file it was for
+            raise FileError(f"cannot write {out} (through {tmp})", exc.strerror or str(exc), exc.errno) from None
+        filesystem(out).write_bytes(out, LOCAL.read_bytes(tmp))
+    finally:
+        os.remove(tmp)
+
+
+def write_parquet_file(path: str, names: Sequence[str], columns: Sequence[list]) -> None:
+    """Columns as one Parquet file at ``path`` (local or any URI, written atomically)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(dict(zip(names, columns))), sink)
+    filesystem(path).write_bytes(path, sink.getvalue().to_pybytes())

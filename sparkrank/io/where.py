@@ -33,7 +33,7 @@ import re
 from ..data.block import DataError
 from .filter_grammar import (And, Between, Column, Comparison, InList, IsNull, Literal, Not, Or,
                              UnsupportedFilter, columns_of, parse_filter)
-from .formats import TEXT_NUMBER
+from .formats.numbers import TEXT_NUMBER
 
 __all__ = ["UnsupportedFilter", "cannot_read", "locally_supported", "parse_filter", "read_arrow",
            "spark_sql_filter", "to_arrow_filter", "to_spark_filter"]

@@ -1,7 +1,9 @@
 """LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
 
-Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame and calls
-:func:`sparkrank.training.train`; every piece of training logic lives there.
+Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame (through the
+Spark backend of :mod:`sparkrank.engines.registry`) and runs the fit use case of
+:mod:`sparkrank.app` on it, the command line's: start weights, checkpoints and the checks of a
+resumed fit (every setting and a fingerprint of the data) live there.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pyspark import keyword_only
 from pyspark.ml import Estimator
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
+from .. import defaults
 from .block_cache import BLOCKS
-from .checkpoint import CheckpointWriter, latest_checkpoint
+from .checkpoint import latest_checkpoint
 from .model import LinearRankerModel
 from .params import LinearRankerParams
 
@@ -95,19 +98,19 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         groupCol: str = "qid",
         qidCol: str | None = None,
         predictionCol: str = "prediction",
-        solver: str = "tron",
+        solver: str = defaults.SOLVER,
         regParam: float | None = None,
         C: float | None = None,
         tol: float | None = None,
         maxIter: int | None = None,
-        counting: str = "selection",
-        kernelPlacement: str = "auto",
+        counting: str = defaults.COUNTING,
+        kernelPlacement: str = defaults.PLACEMENT,
         aggregationDepth: int | None = None,
         numPartitions: int | None = None,
-        standardization: str = "none",
+        standardization: str = defaults.STANDARDIZATION,
         initialWeights: list[float] | None = None,
         checkpointDir: str | None = None,
-        checkpointInterval: int = 10,
+        checkpointInterval: int = defaults.ML_CHECKPOINT_INTERVAL,
         resumeFromCheckpoint: bool = False,
         solverOptions: dict[str, Any] | None = None,
         reuseBlocks: bool = True,
@@ -216,27 +219,40 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         return ColumnSpec(self.getLabelCol(), ColumnSpec.parse_group(self.getGroupCol()), self.getFeaturesCol())
 
     def _engine(self, dataset, w0: np.ndarray | None):
-        from ..engines.registry import make_engine
+        from ..engines.backend import EngineSettings
+        from ..engines.registry import backend
         from ..io.sources import FrameSource
 
-        return make_engine(
-            FrameSource(dataset, self._columns()), "spark", spark=dataset.sparkSession,
-            placement=self.getOrDefault(self.kernelPlacement), num_partitions=self._maybe(self.numPartitions),
-            aggregation_depth=self._maybe(self.aggregationDepth), n_features=None if w0 is None else len(w0),
-        )
+        settings = EngineSettings(placement=self.getOrDefault(self.kernelPlacement),
+                                  partitions=self._maybe(self.numPartitions),
+                                  aggregation_depth=self._maybe(self.aggregationDepth))
+        return backend("spark", settings, session=dataset.sparkSession).engine(
+            FrameSource(dataset, self._columns()), None if w0 is None else len(w0))
 
     def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:
-        from ..training import train
+        from ..app import CheckpointSettings, FitSettings, StartWeights, fit_on
 
-        model = train(
-            engine, solver=self.getSolver(), C=self._maybe(self.C), lam=self._maybe(self.regParam),
-            tol=self._maybe(self.tol), counting=self.getOrDefault(self.counting), max_iter=self._maybe(self.maxIter),
-            w0=w0, solver_options=self._maybe(self.solverOptions), callback=self._checkpointer(spark, engine),
-            standardization=self.getStandardization(),
-        )
-        return self._copyValues(LinearRankerModel(model))
+        settings = FitSettings(
+            solver=self.getSolver(), C=self._maybe(self.C), lam=self._maybe(self.regParam), tol=self._maybe(self.tol),
+            counting=self.getOrDefault(self.counting), max_iter=self._maybe(self.maxIter),
+            solver_options=self._maybe(self.solverOptions) or {}, standardization=self.getStandardization())
+        # a resumed fit is a warm start from the checkpoint's weights: the solver counts its
+        # iterations (and maxIter) afresh
+        checkpoints = CheckpointSettings(self._maybe(self.checkpointDir), self.getOrDefault(self.checkpointInterval),
+                                         self._resumes(spark), solver_state=False, option="checkpointDir")
+        start = None if w0 is None or checkpoints.resume else StartWeights(w0, "initialWeights")
+        return self._copyValues(LinearRankerModel(fit_on(engine, settings, start=start, checkpoints=checkpoints)))
+
+    def _resumes(self, spark) -> bool:
+        """Whether this fit resumes from a checkpoint (there is one and it was asked for)."""
+        directory = self._maybe(self.checkpointDir)
+        return bool(self.getOrDefault(self.resumeFromCheckpoint) and directory
+                    and latest_checkpoint(spark, directory) is not None)
 
     def _start_weights(self, spark) -> np.ndarray | None:
+        """The weights the fit starts from, whose length is the data's width: the newest
+        checkpoint's when resuming from one (its settings are checked by the fit), else
+        ``initialWeights``."""
         w0 = self._maybe(self.initialWeights)
         directory = self._maybe(self.checkpointDir)
         resume = self.getOrDefault(self.resumeFromCheckpoint)
@@ -252,22 +268,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
             if found is None:
                 log.warning("resumeFromCheckpoint: no checkpoint in %s; starting afresh", directory)
             else:
-                for key, mine in (("solver", self.getSolver()), ("standardization", self.getStandardization())):
-                    if found.get(key) != mine:
-                        raise ValueError(f"checkpoint {found['path']} was written with {key}={found.get(key)!r}, "
-                                         f"but this fit uses {key}={mine!r}")
-                log.info("resuming from %s (iteration %d)", found["path"], found["iteration"])
                 return found["weights"]
         return None if w0 is None else np.asarray(w0, dtype=np.float64)
-
-    def _checkpointer(self, spark, engine):
-        directory = self._maybe(self.checkpointDir)
-        if not directory:
-            return None
-        meta = {"solver": self.getSolver(), "standardization": self.getStandardization(),
-                "C": self._maybe(self.C), "regParam": self._maybe(self.regParam),
-                "n_features": engine.summary.n_features}
-        return CheckpointWriter(spark, directory, self.getOrDefault(self.checkpointInterval), meta)
 
 
 class _ReleaseBlocksAfter:

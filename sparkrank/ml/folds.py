@@ -13,7 +13,8 @@ deterministic, no shuffle, no join, and it works for long and string ids alike.
 from __future__ import annotations
 
 from ..data.block import DataError
-from ..data.folds import HASH_BITS, spark_group_fold, spark_group_hash
+from ..data.folds import HASH_BITS
+from ..engines.spark.folds import spark_group_fold, spark_group_hash
 
 
 def _check_group(df, groupCol: str) -> None:

@@ -147,7 +147,7 @@ class LinearRankerModel(Model, LinearRankerParams, MLWritable, MLReadable):
         return float(self.rankingModel.predict(X)[0])
 
     def _transform(self, dataset):
-        from ..spark.predict import predict_dataframe
+        from ..engines.spark.scoring import predict_dataframe
 
         return predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
                                  score_col=self.getPredictionCol(), keep_features=True)

@@ -14,7 +14,8 @@ from typing import Any
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol, HasPredictionCol
 
-from ..choices import (COUNTING_METHODS, DEFAULT_COUNTING, PLACEMENTS, STANDARDIZATIONS, check_positive_float,
+from .. import defaults
+from ..choices import (COUNTING_METHODS, PLACEMENTS, STANDARDIZATIONS, check_positive_float,
                        check_positive_int)
 
 
@@ -129,8 +130,9 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         super().__init__(*args)
         self._setDefault(
             featuresCol="features", labelCol="label", predictionCol="prediction", groupCol="qid",
-            solver="tron", counting=DEFAULT_COUNTING, kernelPlacement="auto",
-            standardization="none", checkpointInterval=10, resumeFromCheckpoint=False, reuseBlocks=True,
+            solver=defaults.SOLVER, counting=defaults.COUNTING, kernelPlacement=defaults.PLACEMENT,
+            standardization=defaults.STANDARDIZATION, checkpointInterval=defaults.ML_CHECKPOINT_INTERVAL,
+            resumeFromCheckpoint=False, reuseBlocks=True,
         )
 
     def _maybe(self, param: Param) -> Any:

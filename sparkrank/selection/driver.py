@@ -7,6 +7,7 @@ import itertools
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -15,7 +16,7 @@ from ..choices import DEFAULT_COUNTING
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..engines.base import Engine
-from ..evaluation.evaluate import model_weights_for
+from ..model import model_weights_for
 from ..evaluation.kernel import MetricsKernel
 from ..evaluation.names import canonical_metric, metric_ks
 from ..model import RankingModel
@@ -23,7 +24,7 @@ from ..numerics.vectors import fit_length
 from ..objectives.base import require_pairs
 from ..solvers.registry import SolverSpec, solver_spec
 from ..training import train
-from .folds import KFold, OpenedEngine, as_source
+from .folds import OpenedEngine, as_rows
 from .grid import check_c_grid
 from .result import TuneResult, combine_folds
 
@@ -127,14 +128,9 @@ def tune(
     grid = check_c_grid(C_grid)
     if (valid is None) == (folds is None):
         raise ValueError("give exactly one of a validation set (valid) or a fold count (folds)")
-    train_data = as_source(train_data)
-    kernel = MetricsKernel(ks, discount, zero_idcg, counting)
+    train_rows = as_rows(train_data)
     common = dict(train_options or {}, solver=solver, tol=tol, counting=counting, max_iter=max_iter,
                   solver_options=solver_options)
-
-    def common_for(combo: dict) -> dict:
-        return dict(common, solver_options={**(solver_options or {}), **combo}) if combo else common
-
     checkpoints = None
     if checkpoint_dir is not None:
         from ..tune_checkpoints import TuneCheckpoints
@@ -153,90 +149,32 @@ def tune(
              f" x {len(combos)} option settings ({describe_combinations(combos)})" if combos != [{}] else "",
              metric, "a validation set" if valid is not None else f"group-wise {folds}-fold",
              ", cold starts" if cold_start else ", warm starts")
-
-    # per (option combination, C): the models when kept, the fold solutions' sum (k-fold refit)
-    models: dict[Any, list[RankingModel]] = {}
-    best_seen: dict[str, Any] = {"metric": -math.inf, "model": None}  # validation mode
-    fold_sum: dict[tuple[int, int], np.ndarray] = {}
-
-    def sink_for(ci: int):
-        def sink(j: int, model: RankingModel, metrics: dict) -> None:
-            if keep_models:
-                key = grid[j] if combos == [{}] else (grid[j], tuple(sorted(combos[ci].items())))
-                models.setdefault(key, []).append(model)
-            if valid is not None and metrics[metric] > best_seen["metric"]:  # strict: first row on ties
-                best_seen.update(metric=metrics[metric], model=model)
-            if valid is None and refit and not cold_start:
-                prev = fold_sum.get((ci, j), np.zeros(0))
-                w = model.weights
-                n = max(prev.shape[0], w.shape[0])  # (k-fold parts are as wide as all rows: n is w's)
-                fold_sum[(ci, j)] = fit_length(prev, n) + fit_length(w, n)
-        return sink
-
+    search = _Search(spec, grid, combos, MetricsKernel(ks, discount, zero_idcg, counting), metric, cold_start,
+                     common, keep_models, refit and valid is None, checkpoints)
     # k-fold parts are as wide as all rows, on every engine (data/folds.take_groups, fold views);
     # a validation set has its own width and may be narrower than the training rows, not wider
     # (evaluate refuses such data for the model); weights are padded to the held-out width
     with contextlib.ExitStack() as stack:  # the k-fold parts and the engine over all rows
-        # paths[ci]: per fold (one with a validation set) the per-C results of option combination ci;
-        # checkpoint path ci·k + fold
-        paths: list[list[list[dict]]] = [[] for _ in combos]
         if valid is not None:
-            with OpenedEngine(train_data) as tr, OpenedEngine(as_source(valid)) as va:
-                require_pairs(tr, names[0])  # before any fit, naming the input
-                check_valid_width(tr, va, names)
-                for ci, combo in enumerate(combos):
-                    paths[ci].append(_path(tr, va, grid, kernel, metric, cold_start, common_for(combo),
-                                           _combo_label(combo), sink_for(ci),
-                                           checkpoints and checkpoints.path(ci, tr, va)))
-                held_out = [_sizes(va)]
-            mode, k = "validation", 1
+            paths, held_out = search.on_validation(train_rows, as_rows(valid), names)
+            mode, k, kfold = "validation", 1, None
         else:
             k = int(folds)
-            if isinstance(train_data, Engine):
-                raise TypeError("k-fold needs RankingData or a Spark DataFrame/SparkSource, not an engine "
-                                "(an engine cannot be split into folds)")
-            kfold = stack.enter_context(KFold(train_data, k, seed))
-            held_out = []
-            for i in range(k):
-                with kfold.part(i) as (tr, va):
-                    for ci, combo in enumerate(combos):
-                        paths[ci].append(_path(tr, va, grid, kernel, metric, cold_start, common_for(combo),
-                                               f"fold {i + 1}/{k} {_combo_label(combo)}", sink_for(ci),
-                                               checkpoints and checkpoints.path(ci * k + i, tr, va)))
-                    held_out.append(_sizes(va))
+            kfold = stack.enter_context(train_rows.kfold(k, seed))
+            paths, held_out = search.on_folds(kfold, k)
             mode = "kfold"
-
-        rows = []
-        for ci, combo in enumerate(combos):
-            for j, C in enumerate(grid):
-                row = combine_folds(C, [p[j] for p in paths[ci]], metric)
-                row.warm = j > 0 and not cold_start
-                row.options = dict(combo)
-                rows.append(row)
+        rows = search.rows(paths)
         scored = [r for r in rows if not math.isnan(r.metric)]
         if not scored:
             raise DataError(f"the validation {metric} is undefined for every C (no pairs or no NDCG-able "
                             "queries in the held-out data)")
         best = max(scored, key=lambda r: r.metric)  # max returns the first maximum: smallest C on ties
-
         model = None
         if mode == "validation":
-            model = best_seen["model"]
+            model = search.best_seen["model"]
         elif refit:
-            log.info("refitting %s at the best C=%g%s on all training data", solver, best.C,
-                     f", {describe_combinations([best.options])}" if best.options else "")
-            tr = kfold.whole()  # on Spark the engine the folds were views of: no second read
-            # the mean fold solution is a close start: every fold saw most of the data
-            w_sum = fold_sum.get((combos.index(best.options), grid.index(best.C)))
-            w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
-            best_common = common_for(best.options)
-            if checkpoints is None or not spec.warm_start:
-                model = train(tr, C=best.C, w0=w0, **best_common)
-            else:
-                start = checkpoints.refit(tr, _fit_settings(best.C, best_common), w0)
-                model = train(tr, C=best.C, w0=start.w0, callback=start.callback, resume=start.solver_state,
-                              **best_common)
-    result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, models,
+            model = search.refit(kfold, k, best)
+    result = TuneResult(solver, metric, mode, k, cold_start, rows, best.C, model, search.models,
                         time.perf_counter() - t0, seed, held_out, dict(best.options))
     log.info("best C=%g (log2 %.2f)%s: validation %s %.5f; %d solver iterations in all, %.1fs",
              best.C, math.log2(best.C), f", {describe_combinations([best.options])}" if best.options else "",
@@ -247,6 +185,100 @@ def tune(
                     "solver's relative stopping rule; a smaller tol (e.g. 1e-5) gives a finer metric-vs-C curve",
                     len(kept), len(rows), kept[0])
     return result
+
+
+@dataclass
+class _Search:
+    """One run of :func:`tune`: the grid paths of every option combination, and what they leave
+    (the models when kept, the best validation model, the fold solutions' sums for the refit)."""
+
+    spec: SolverSpec
+    grid: list[float]
+    combos: list[dict]
+    kernel: MetricsKernel
+    metric: str
+    cold_start: bool
+    common: dict
+    keep_models: bool
+    sums_for_refit: bool
+    checkpoints: Any = None
+    # per (option combination, C): the models when kept, the fold solutions' sum (k-fold refit)
+    models: dict = field(default_factory=dict)
+    best_seen: dict = field(default_factory=lambda: {"metric": -math.inf, "model": None})  # validation mode
+    fold_sum: dict = field(default_factory=dict)
+
+    def common_for(self, combo: dict) -> dict:
+        """The training options of one option combination."""
+        if not combo:
+            return self.common
+        return dict(self.common, solver_options={**(self.common["solver_options"] or {}), **combo})
+
+    def sink_for(self, ci: int, validation: bool):
+        """Where the models of option combination ``ci`` go as its path makes them."""
+        def sink(j: int, model: RankingModel, metrics: dict) -> None:
+            if self.keep_models:
+                key = self.grid[j] if self.combos == [{}] else (self.grid[j], tuple(sorted(self.combos[ci].items())))
+                self.models.setdefault(key, []).append(model)
+            if validation and metrics[self.metric] > self.best_seen["metric"]:  # strict: first row on ties
+                self.best_seen.update(metric=metrics[self.metric], model=model)
+            if not validation and self.sums_for_refit and not self.cold_start:
+                prev = self.fold_sum.get((ci, j), np.zeros(0))
+                w = model.weights
+                n = max(prev.shape[0], w.shape[0])  # (k-fold parts are as wide as all rows: n is w's)
+                self.fold_sum[(ci, j)] = fit_length(prev, n) + fit_length(w, n)
+        return sink
+
+    def _paths(self, tr: Engine, va: Engine, label: str, path_index, validation: bool, paths: list) -> None:
+        """Each option combination's path on one split; ``path_index(ci)``: its checkpoint path."""
+        for ci, combo in enumerate(self.combos):
+            paths[ci].append(_path(tr, va, self.grid, self.kernel, self.metric, self.cold_start,
+                                   self.common_for(combo), label + _combo_label(combo), self.sink_for(ci, validation),
+                                   self.checkpoints and self.checkpoints.path(path_index(ci), tr, va)))
+
+    def on_validation(self, train_rows, valid_rows, names: tuple[str, str]):
+        """``(paths, held_out)`` of a validation set: paths[ci] holds one list of per-C results."""
+        paths: list[list[list[dict]]] = [[] for _ in self.combos]
+        with OpenedEngine(train_rows) as tr, OpenedEngine(valid_rows) as va:
+            require_pairs(tr, names[0])  # before any fit, naming the input
+            check_valid_width(tr, va, names)
+            self._paths(tr, va, "", lambda ci: ci, True, paths)
+            return paths, [_sizes(va)]
+
+    def on_folds(self, kfold, k: int):
+        """``(paths, held_out)`` of group-wise k-fold: paths[ci] holds one list per fold
+        (checkpoint path ci·k + fold)."""
+        paths: list[list[list[dict]]] = [[] for _ in self.combos]
+        held_out = []
+        for i in range(k):
+            with kfold.part(i) as (tr, va):
+                self._paths(tr, va, f"fold {i + 1}/{k} ", lambda ci: ci * k + i, False, paths)
+                held_out.append(_sizes(va))
+        return paths, held_out
+
+    def rows(self, paths) -> list:
+        """The table: option combinations (outer) by C (inner), folds combined."""
+        rows = []
+        for ci, combo in enumerate(self.combos):
+            for j, C in enumerate(self.grid):
+                row = combine_folds(C, [p[j] for p in paths[ci]], self.metric)
+                row.warm = j > 0 and not self.cold_start
+                row.options = dict(combo)
+                rows.append(row)
+        return rows
+
+    def refit(self, kfold, k: int, best) -> RankingModel:
+        """The model at the best row, trained on all the rows the folds were cut from."""
+        log.info("refitting %s at the best C=%g%s on all training data", self.spec.name, best.C,
+                 f", {describe_combinations([best.options])}" if best.options else "")
+        tr = kfold.whole()  # on Spark the engine the folds were views of: no second read
+        # the mean fold solution is a close start: every fold saw most of the data
+        w_sum = self.fold_sum.get((self.combos.index(best.options), self.grid.index(best.C)))
+        w0 = None if w_sum is None else fit_length(w_sum / k, tr.summary.n_features)
+        best_common = self.common_for(best.options)
+        if self.checkpoints is None or not self.spec.warm_start:
+            return train(tr, C=best.C, w0=w0, **best_common)
+        start = self.checkpoints.refit(tr, _fit_settings(best.C, best_common), w0)
+        return train(tr, C=best.C, w0=start.w0, callback=start.callback, resume=start.solver_state, **best_common)
 
 
 def option_combinations(spec: SolverSpec, solver_options: dict | None,

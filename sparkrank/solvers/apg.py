@@ -79,6 +79,15 @@ def relative_gap(primal: float, dual_bound: float) -> float:
     return gap / primal if primal > 0 else math.inf
 
 
+def _momentum(t: float, restart: bool) -> tuple[float, float]:
+    """FISTA's next ``(t, η)``: ``t' = (1 + √(1 + 4t²))/2``, ``η = (t - 1)/t'``; a function
+    restart (the dual value went up) resets them to ``(1, 0)``."""
+    if restart:
+        return 1.0, 0.0
+    t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+    return t_next, (t - 1.0) / t_next
+
+
 def apg(
     objective: ProjectedGradientProblem,
     w0: np.ndarray | None = None,
@@ -164,12 +173,7 @@ def apg(
         best_bound = max(best_bound, objective.primal_bound(current.value))
         gap = best_primal - best_bound
         rel_gap = relative_gap(best_primal, best_bound)
-        if increased:
-            t, eta = 1.0, 0.0  # function restart
-        else:
-            t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-            eta = (t - 1.0) / t_next
-            t = t_next
+        t, eta = _momentum(t, increased)
         report(IterationRecord(
             it, trial.primal_y, rel_gap, "relative_gap", True, time.perf_counter() - t0,
             {"dual_objective": current.value, "primal_at_search_point": trial.primal_y, "gap": gap, "L": L,

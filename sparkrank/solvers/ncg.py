@@ -102,6 +102,28 @@ def _first_step(d: np.ndarray, slope: float, P: np.ndarray | None) -> float:
     return 1.0 / max(stable_norm(d), 1e-300)
 
 
+def _start(objective: Objective, w0: np.ndarray | None, resume: dict | None, precondition: bool, monitor: bool):
+    """The state :func:`ncg` starts its loop with: fresh at ``w0``, or ``resume``'s, with the
+    preconditioner ``P`` (a fixed function of the data: recomputed bit for bit on resume) and
+    the stopping rule's metric and norms."""
+    n = objective.n_features
+    if resume is None:
+        w = start_point(w0, n)
+        g = objective.gradient(w)
+        f = objective.value(w) if monitor else math.nan
+        require_finite_start(f if monitor else None, g)
+    P = objective.hessian_diagonal(np.zeros(n)) if precondition else np.ones(n)
+    metric = P if precondition else None
+    if resume is None:
+        gnorm = stable_norm(g, metric)
+        # relative to the gradient at w = 0 even from a warm start (as tron.py)
+        gnorm0 = gnorm if not np.any(w) else stable_norm(objective.gradient(np.zeros_like(w)), metric)
+        return w, g, -(g / P), f, P, metric, gnorm, gnorm0, 0, 0, 0, None, None
+    w, g, d, f, gnorm0 = resume["w"], resume["g"], resume["d"], float(resume["f"]), float(resume["gnorm0"])
+    return (w, g, d, f, P, metric, stable_norm(g, metric), gnorm0, int(resume["since_restart"]), int(resume["iter"]),
+            int(resume["trial"]), resume["alpha_prev"], resume["slope_prev"])
+
+
 def ncg(
     objective: Objective,
     w0: np.ndarray | None = None,
@@ -155,32 +177,9 @@ def ncg(
         raise ValueError(f"eta must be in (0, 1), got {eta!r}")
     t0 = time.perf_counter()
     monitor = bool(objective.monitor_value)
-    n = objective.n_features
-    n_restart = restart_every or max(1, n)
-
-    def preconditioner() -> np.ndarray:  # a fixed function of the data: recomputed bit for bit on resume
-        return objective.hessian_diagonal(np.zeros(n)) if precondition else np.ones(n)
-
-    if resume is None:
-        w = start_point(w0, n)
-        g = objective.gradient(w)
-        f = objective.value(w) if monitor else math.nan
-        require_finite_start(f if monitor else None, g)
-        P = preconditioner()
-        metric = P if precondition else None
-        gnorm = stable_norm(g, metric)
-        # relative to the gradient at w = 0 even from a warm start (as tron.py)
-        gnorm0 = gnorm if not np.any(w) else stable_norm(objective.gradient(np.zeros_like(w)), metric)
-        d = -(g / P)
-        since_restart, it, trials = 0, 0, 0
-        alpha_prev = slope_prev = None
-    else:
-        w, g, d, f, gnorm0 = resume["w"], resume["g"], resume["d"], float(resume["f"]), float(resume["gnorm0"])
-        P = preconditioner()
-        metric = P if precondition else None
-        gnorm = stable_norm(g, metric)
-        since_restart, it, trials = int(resume["since_restart"]), int(resume["iter"]), int(resume["trial"])
-        alpha_prev, slope_prev = resume["alpha_prev"], resume["slope_prev"]
+    n_restart = restart_every or max(1, objective.n_features)
+    (w, g, d, f, P, metric, gnorm, gnorm0, since_restart, it, trials, alpha_prev,
+     slope_prev) = _start(objective, w0, resume, precondition, monitor)
     if not math.isfinite(gnorm0):
         raise NonFiniteError(f"the gradient at w = 0 is not finite (norm {gnorm0!r})")
     z = g / P

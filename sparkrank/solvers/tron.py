@@ -89,6 +89,20 @@ def _steihaug_pcg(objective: Objective, w: np.ndarray, g: np.ndarray, delta: flo
     return s, r, it
 
 
+def _updated_radius(delta: float, snorm: float, gs: float, denom: float, actred: float, prered: float) -> float:
+    """The trust region's next radius after a finite trial step (LIBLINEAR's rule: the ratio of
+    the actual to the predicted reduction against η₀..η₂, the step length scaled by α, the
+    minimiser of the quadratic interpolating f along the step; ``denom`` = f(w+s) - f(w) - gᵀs)."""
+    alpha = SIGMA3 if denom <= 0 else max(SIGMA1, -0.5 * (gs / denom))
+    if actred < ETA0 * prered:
+        return min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+    if actred < ETA1 * prered:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+    if actred < ETA2 * prered:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+    return max(delta, min(alpha * snorm, SIGMA3 * delta))
+
+
 def tron(
     objective: Objective,
     w0: np.ndarray | None = None,
@@ -172,16 +186,7 @@ def tron(
             delta = SIGMA1 * min(delta, snorm)
             accepted = False
         else:
-            denom = f_new - f - gs
-            alpha = SIGMA3 if denom <= 0 else max(SIGMA1, -0.5 * (gs / denom))
-            if actred < ETA0 * prered:
-                delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
-            elif actred < ETA1 * prered:
-                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
-            elif actred < ETA2 * prered:
-                delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
-            else:
-                delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+            delta = _updated_radius(delta, snorm, gs, f_new - f - gs, actred, prered)
             accepted = actred > ETA0 * prered
         if accepted:
             it += 1

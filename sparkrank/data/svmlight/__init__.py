@@ -46,9 +46,11 @@ from typing import TYPE_CHECKING, Callable, Iterator, Union
 import numpy as np
 
 from ...choices import FEATURE_LAYOUTS, check_choice
+from ..compression import UTF8_BOM, is_gzip
 from ..block import DataError, RankingData, beyond_float32, max_features_limit, max_features_message
 from . import scanner as S
-from .parse_decimal import INF, NAN
+from .errors import QidLayout, SVMLightFormatError, qids_by_layout, raise_scan_error
+from .stretches import close_gaps, set_slow_tokens
 from .writer import write_svmlight
 
 if TYPE_CHECKING:
@@ -63,25 +65,6 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-class SVMLightFormatError(DataError):
-    """Malformed SVMlight/LETOR text.
-
-    The message names the file, the 1-based line number and what is wrong.
-
-    Attributes
-    ----------
-    path : str
-        The file being read.
-    line : int
-        1-based line number of the problem (0 when it is not tied to one line).
-    """
-
-    def __init__(self, message: str, *, path: str = "", line: int = 0):
-        super().__init__(message)
-        self.path = path
-        self.line = line
 
 
 @dataclass
@@ -119,10 +102,6 @@ class SVMLightFile:
 # --------------------------------------------------------------------------------------
 
 
-GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
-
-
 def gunzip(raw: bytes, name: str) -> bytes:
     """Decompress gzip data, or raise :class:`SVMLightFormatError` naming the file when it is
     truncated or corrupt (the one place both engines decompress SVMlight text)."""
@@ -146,7 +125,7 @@ def _file_bytes(path: PathLike, name: str) -> Iterator[bytes | mmap.mmap]:
         head = f.read(3)
         size = os.fstat(f.fileno()).st_size
         mm = None
-        if head[:2] != GZIP_MAGIC and head != _BOM and size > 0:
+        if not is_gzip(head) and head != UTF8_BOM and size > 0:
             try:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError):  # e.g. a pipe or a file system without mmap
@@ -155,11 +134,11 @@ def _file_bytes(path: PathLike, name: str) -> Iterator[bytes | mmap.mmap]:
             f.seek(0)
             raw = f.read()
     if mm is None:
-        if raw[:2] == GZIP_MAGIC:
+        if is_gzip(raw):
             # gzip is recognised by its magic bytes, whatever the file name (the Spark
             # reader does the same); decompressed into memory (the parser needs one buffer)
             raw = gunzip(raw, name)
-        if raw[:3] == _BOM:
+        if raw[:3] == UTF8_BOM:
             raw = raw[3:]  # a UTF-8 byte-order mark (some Windows editors write one)
         yield raw
         return
@@ -217,127 +196,6 @@ def _page_release(raw):
         raw.madvise(mmap.MADV_DONTNEED, start, hi - start)
 
     return release
-
-
-def _token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
-    t = raw[s:e].decode("utf-8", errors="replace")
-    return t if len(t) <= limit else t[:limit] + "..."
-
-
-def _nonfinite_word(kind: int) -> str:
-    if kind == NAN:
-        return "nan"
-    return "-inf" if kind < 0 else "inf"
-
-
-def _raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None,
-                      max_features: int | None) -> None:
-    code, line, s, e, aux1, aux2 = (int(v) for v in err)
-    tok = _token_text(raw, s, e)
-    if code == S.E_LABEL:
-        msg = f"malformed label {tok!r} on line {line}"
-    elif code == S.E_LABEL_NONFINITE:
-        msg = f"label on line {line} is {_nonfinite_word(aux2 if aux2 == NAN else aux1 * INF)}"
-    elif code == S.E_VALUE:
-        tail = tok.split(":", 1)[1] if ":" in tok else tok
-        msg = f"malformed value {tail!r} of feature {aux1} on line {line}"
-    elif code == S.E_FEAT_NONFINITE:
-        msg = f"feature {aux1} on line {line} is {_nonfinite_word(aux2)}"
-    elif code == S.E_FEAT_RANGE:
-        msg = beyond_float32(f"feature {aux1} on line {line}", tok.split(":", 1)[1] if ":" in tok else tok)
-    elif code == S.E_COLON:
-        msg = f"token {tok!r} on line {line} is not index:value (missing ':')"
-    elif code == S.E_INDEX:
-        msg = f"malformed feature index in {tok!r} on line {line}"
-    elif code == S.E_INDEX_LOW:
-        if zero_based:
-            msg = f"negative feature index {aux1} on line {line}"
-        else:
-            msg = (
-                f"feature index {aux1} on line {line}: indices are 1-based "
-                "(pass zero_based=True to read a 0-based file)"
-            )
-    elif code == S.E_INDEX_BIG:
-        msg = f"feature index in {tok!r} on line {line} is too large (limit 2**31 - 1)"
-    elif code == S.E_ORDER:
-        msg = f"feature indices on line {line} are not strictly increasing: {aux1} after {aux2}"
-    elif code == S.E_NFEAT:
-        msg = f"feature index {aux1} on line {line} exceeds n_features={n_features}"
-    elif code == S.E_MAX_FEATURES:
-        width = aux1 + (1 if zero_based else 0)
-        msg = max_features_message(f"feature index {aux1} on line {line}", width, int(max_features))
-    elif code == S.E_QID_EMPTY:
-        msg = f"'qid:' without value on line {line}"
-    elif code == S.E_QID_POS:
-        msg = f"{tok!r} on line {line}: a qid must come once, directly after the label"
-    else:  # pragma: no cover - every code is handled above
-        msg = f"parse error {code} on line {line} near {tok!r}"
-    raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
-
-
-@dataclass(frozen=True)
-class QidLayout:
-    """The qid rule of one input, fixed by its first data line; every other line must agree.
-
-    Either every line has a ``qid:`` or none has.  When the first qid is an integer every
-    qid must be one (a ``qid:abc`` later is an error, not a silent switch of all groups to
-    strings); when it is not, every qid is read as a string token (``qid:7`` too).  Both
-    engines apply this same rule, the Spark reader with the layout of the first line of the
-    first file handed to every task.
-
-    Attributes
-    ----------
-    present : bool
-        The first data line has a qid.
-    integer : bool
-        ... and it is an integer.
-    line : int
-        The 1-based line of that first data line.
-    path : str
-        Its file.
-    """
-
-    present: bool
-    integer: bool
-    line: int
-    path: str
-
-    def where(self, name: str) -> str:
-        return f"line {self.line}" if name == self.path else f"line {self.line} of {self.path}"
-
-
-def _qids_by_layout(raw, name: str, layout: QidLayout, qid_kind, qid_int, qid_start, qid_end,
-                    row_line) -> np.ndarray | None:
-    """The qid array of the parsed rows, checked against ``layout``."""
-    def fail(row: int, text: str):
-        line = int(row_line[row])
-        raise SVMLightFormatError(f"{name}: {text.format(line=line)}", path=name, line=line)
-
-    if not layout.present:
-        bad = np.flatnonzero(qid_kind != 0)
-        if bad.size:
-            fail(int(bad[0]), f"line {{line}} has a qid but {layout.where(name)} has none "
-                              "(either every line or none must have a qid)")
-        return None
-    bad = np.flatnonzero(qid_kind == 0)
-    if bad.size:
-        fail(int(bad[0]), f"line {{line}} has no qid but {layout.where(name)} has one "
-                          "(either every line or none must have a qid)")
-    if layout.integer:
-        bad = np.flatnonzero(qid_kind == 2)
-        if bad.size:
-            r = int(bad[0])
-            tok = _token_text(raw, int(qid_start[r]), int(qid_end[r]))
-            fail(r, f"qid {tok!r} on line {{line}} is not an integer, but the first qid ({layout.where(name)}) "
-                    "is: either every qid is an integer, or the first one is not (then all are read as strings)")
-        return qid_int.copy()
-    st = qid_start.tolist()
-    en = qid_end.tolist()
-    try:
-        return np.array([raw[s:e].decode("utf-8") for s, e in zip(st, en)])
-    except UnicodeDecodeError:
-        r = next(i for i, (s, e) in enumerate(zip(st, en)) if not _utf8_ok(raw[s:e]))
-        fail(r, "qid on line {line} is not valid UTF-8")
 
 
 def read_svmlight(
@@ -565,23 +423,10 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
         if err[0] == S.E_WIDER:
             raise _WiderThanProbe()
         if err[0] != S.E_NONE:
-            _raise_scan_error(err, raw, name, zero_based, n_features, max_features)
+            raise_scan_error(err, raw, name, zero_based, n_features, max_features)
 
     # Close the gaps between the stretches, in file order; slow-token targets move along.
-    m, nnz, max_col = 0, 0, -1
-    slow_parts = []
-    for k, (state, slow, _) in enumerate(scanned):
-        rows = int(state[1] - row0[k])
-        k_nnz = rows * width if width >= 0 else int(state[2] - nnz0[k])  # values slots
-        if m != row0[k] or nnz != nnz0[k]:
-            S.move_rows(width, m, int(row0[k]), rows, nnz, int(nnz0[k]), k_nnz, *out.arrays())
-        if slow.shape[0]:
-            slow = slow.copy()
-            is_label = slow[:, 0] < 0
-            slow[is_label, 0] -= m - int(row0[k])  # target -row - 1
-            slow[~is_label, 0] += nnz - int(nnz0[k])
-            slow_parts.append(slow)
-        m, nnz, max_col = m + rows, nnz + k_nnz, max(max_col, int(state[3]))
+    m, nnz, max_col, slow_parts = close_gaps(scanned, row0, nnz0, width, out)
     labels, values, indices = out.labels, out.values, out.indices
     # Shrink in place (realloc; no views exist yet): no copy, the unused tails are freed.
     labels.resize(m, refcheck=False)
@@ -592,39 +437,13 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
     # Eisel-Lemire ambiguity): syntax was already validated, so float() cannot fail.
     n_slow = sum(part.shape[0] for part in slow_parts)
     if n_slow:
-        slow = np.concatenate(slow_parts)
-        slow_vals = np.array([float(raw[s:e]) for s, e in slow[:, 1:3].tolist()], dtype=np.float64)
-        tgt = slow[:, 0]
-        bad = np.flatnonzero(~np.isfinite(slow_vals))
-        if bad.size:
-            k = int(bad[0])
-            line = int(slow[k, 3])
-            word = "nan" if np.isnan(slow_vals[k]) else ("-inf" if slow_vals[k] < 0 else "inf")
-            if tgt[k] < 0:
-                msg = f"label on line {line} is {word}"
-            else:
-                col = int(tgt[k] % width if width >= 0 else indices[tgt[k]])
-                msg = f"feature {col + (0 if zero_based else 1)} on line {line} is {word}"
-            raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
-        is_label = tgt < 0
-        with np.errstate(over="ignore"):
-            cast = slow_vals.astype(values.dtype)
-        over = np.flatnonzero(~is_label & ~np.isfinite(cast))
-        if over.size:  # as the scanner's E_FEAT_RANGE
-            k = int(over[0])
-            line = int(slow[k, 3])
-            col = int(tgt[k] % width if width >= 0 else indices[tgt[k]])
-            msg = beyond_float32(f"feature {col + (0 if zero_based else 1)} on line {line}",
-                                 raw[int(slow[k, 1]):int(slow[k, 2])].decode())
-            raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
-        labels[-tgt[is_label] - 1] = slow_vals[is_label]
-        values[tgt[~is_label]] = cast[~is_label]
+        set_slow_tokens(raw, name, np.concatenate(slow_parts), labels, values, indices, width, zero_based)
 
     if qid_layout is None and m:
         qid_layout = QidLayout(bool(out.qid_kind[0] != 0), bool(out.qid_kind[0] == 1), int(out.row_line[0]), name)
     qid = None
     if m:
-        qid = _qids_by_layout(raw, name, qid_layout, out.qid_kind[:m], out.qid_int[:m], out.qid_start[:m],
+        qid = qids_by_layout(raw, name, qid_layout, out.qid_kind[:m], out.qid_int[:m], out.qid_start[:m],
                               out.qid_end[:m], out.row_line[:m])
 
     if width >= 0:  # every column is below width, and (n_features unset) the probe saw width - 1
@@ -632,27 +451,27 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
         return SVMLightFile(X=values.reshape(m, width), labels=labels, qid=qid, n_bytes=len(raw),
                             qid_layout=qid_layout)
     indptr = out.indptr[: m + 1]
+    del out
+    n_cols = int(n_features) if n_features is not None else int(max_col) + 1
+    X = _csr(values, indices, indptr, m, nnz, n_cols, zeros_possible=bool(n_slow))
+    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
+
+
+def _csr(values: np.ndarray, indices: np.ndarray, indptr: np.ndarray, m: int, nnz: int, n_cols: int,
+         zeros_possible: bool) -> "sp.csr_matrix":
+    """The filled CSR arrays as a matrix without a copy (32-bit row pointers while the non-zeros
+    allow; else 64-bit indices); ``zeros_possible``: a slow token may have been zero."""
     if nnz < 2**31 - 1:
         indptr = indptr.astype(np.int32)
     else:
         indices = indices.astype(np.int64)
-    del out
-    n_cols = int(n_features) if n_features is not None else int(max_col) + 1
     import scipy.sparse as sp  # not needed (nor loaded) for dense rows
 
     X = sp.csr_matrix((values, indices, indptr), shape=(m, n_cols), copy=False)
-    if n_slow and np.any(values == 0):
+    if zeros_possible and np.any(values == 0):
         X.eliminate_zeros()  # a slow token that was zero (e.g. 0e-400); rare
     X.has_sorted_indices = True  # strictly increasing per row, checked by the scanner
-    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
-
-
-def _utf8_ok(b: bytes) -> bool:
-    try:
-        b.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
+    return X
 
 
 def load_svmlight(

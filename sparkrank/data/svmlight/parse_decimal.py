@@ -287,36 +287,66 @@ def parse_number(buf, p):
             p += 1
     bad = ndig == 0
     if not bad and p < n and (buf[p] == 101 or buf[p] == 69):  # 'e' / 'E'
-        p += 1
-        eneg = False
-        if p < n and (buf[p] == 45 or buf[p] == 43):
-            eneg = buf[p] == 45
-            p += 1
-        ev = 0
-        ed = 0
-        while p < n:
-            c = buf[p]
-            if c < 48 or c > 57:
-                break
-            if ev < 100000000:
-                ev = ev * 10 + (np.int64(c) - 48)
-            ed += 1
-            p += 1
-        if ed == 0:
-            bad = True
-        scale += -ev if eneg else ev
+        ok, ev, p = _exponent(buf, p + 1)
+        bad = not ok
+        scale += ev
     if bad or (p < n and not is_term(buf[p])):
-        e = token_end(buf, start)
-        s = start
-        if s < e and (buf[s] == 45 or buf[s] == 43):
-            s += 1
-        if _match_word(buf, s, e, _W_NAN):
-            return NAN, np.nan, e
-        if _match_word(buf, s, e, _W_INF) or _match_word(buf, s, e, _W_INFINITY):
-            return INF, (-np.inf if buf[start] == 45 else np.inf), e
-        return MALFORMED, 0.0, e
+        return _word(buf, start)
     if many:
         return SLOW, 0.0, p
+    kind, v = _to_double(mant, scale)
+    if kind == INF:
+        return INF, (-np.inf if neg else np.inf), p
+    if kind == SLOW:
+        return SLOW, 0.0, p
+    if neg:
+        v = -v
+    return OK, v, p
+
+
+@njit(cache=True)
+def _exponent(buf, p):
+    """The signed decimal exponent whose sign or first digit is at ``buf[p]`` (after the
+    ``e``): ``(ok, exponent, end)``, ``ok`` false when it has no digit; its magnitude stops
+    growing at 10**9 (any such exponent over- or underflows)."""
+    n = buf.shape[0]
+    eneg = False
+    if p < n and (buf[p] == 45 or buf[p] == 43):
+        eneg = buf[p] == 45
+        p += 1
+    ev = 0
+    ed = 0
+    while p < n:
+        c = buf[p]
+        if c < 48 or c > 57:
+            break
+        if ev < 100000000:
+            ev = ev * 10 + (np.int64(c) - 48)
+        ed += 1
+        p += 1
+    return ed != 0, (-ev if eneg else ev), p
+
+
+@njit(cache=True)
+def _word(buf, start):
+    """The token at ``buf[start]`` that is not a decimal number: ``nan`` or ``inf`` /
+    ``infinity`` (any case, signed), else malformed; ``(kind, value, end)`` as
+    :func:`parse_number`."""
+    e = token_end(buf, start)
+    s = start
+    if s < e and (buf[s] == 45 or buf[s] == 43):
+        s += 1
+    if _match_word(buf, s, e, _W_NAN):
+        return NAN, np.nan, e
+    if _match_word(buf, s, e, _W_INF) or _match_word(buf, s, e, _W_INFINITY):
+        return INF, (-np.inf if buf[start] == 45 else np.inf), e
+    return MALFORMED, 0.0, e
+
+
+@njit(cache=True)
+def _to_double(mant, scale):
+    """``mant * 10**scale`` (``mant >= 0``) correctly rounded: ``(OK, value)``, ``(INF, inf)``
+    when it overflows, ``(SLOW, 0)`` when Eisel-Lemire cannot decide (Python converts it)."""
     v = 0.0
     if mant != 0:
         if mant > TWO53 or scale < -22:
@@ -333,10 +363,8 @@ def parse_number(buf, p):
         else:
             ok, v = eisel_lemire(mant, scale)
             if not ok:
-                return SLOW, 0.0, p
+                return SLOW, 0.0
             if v == np.inf:
-                return INF, (-np.inf if neg else np.inf), p
-    if neg:
-        v = -v
-    return OK, v, p
+                return INF, np.inf
+    return OK, v
 

@@ -156,6 +156,133 @@ def _parse_qid(buf, s, te):
 
 
 @njit(cache=True, nogil=True)
+def _past_blanks(buf, p, n):
+    """The first byte at or after ``p`` that is not a space or tab (``n`` at the end)."""
+    while p < n and is_blank(buf[p]):
+        p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _comment_end(buf, p, n):
+    """The line end after the comment at ``buf[p]`` (``n`` at the end of the text)."""
+    while p < n and not is_eol(buf[p]):
+        p += 1
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _line_start(buf, p, n):
+    """Past the blanks at the start of a line: ``(p, True)`` at its label, or ``(p, False)``
+    past a blank or comment-only line (or at the end of the text)."""
+    p = _past_blanks(buf, p, n)
+    if p >= n:
+        return p, False
+    c = buf[p]
+    if is_eol(c):
+        return after_eol(buf, p), False
+    if c == 35:
+        p = _comment_end(buf, p, n)
+        if p < n:
+            p = after_eol(buf, p)
+        return p, False
+    return p, True
+
+
+@njit(cache=True, nogil=True)
+def _store_label(labels, row_line, qid_kind, slow, n_slow, row, kind, v, p, e, line):
+    """Store ``row``'s label ``v`` (a slow token recorded for Python's ``float``) and its line;
+    the row has no qid yet.  Returns the slow-token count after it."""
+    if kind == SLOW:
+        _record_slow(slow, n_slow, -row - 1, p, e, line)
+        n_slow += 1
+    labels[row] = v
+    row_line[row] = line
+    qid_kind[row] = 0
+    return n_slow
+
+
+@njit(cache=True, nogil=True)
+def _store_value(values, indices, slow, n_slow, nnz, row, col, width, kind, v, p, e, line, tok, idx, err):
+    """Store feature ``col``'s value ``v`` of ``row`` (the CSR slot ``nnz`` or its dense cell; a
+    slow token recorded for Python's ``float`` and stored as 0 until then): ``(nnz, n_slow)``
+    after it, ``err`` set when a finite value is beyond the values' dtype."""
+    pos = nnz if width < 0 else row * width + col  # CSR slot or dense cell
+    if kind == SLOW:  # Python's float() fills it in later
+        _record_slow(slow, n_slow, pos, p, e, line)
+        n_slow += 1
+        v = 0.0
+    values[pos] = v
+    if values[pos] - values[pos] != 0.0:  # finite v stored as inf: beyond float32's range
+        _set_err(err, E_FEAT_RANGE, line, tok, e, idx, 0)
+        return nnz, n_slow
+    if width < 0:
+        indices[nnz] = col
+    return nnz + 1, n_slow
+
+
+@njit(cache=True, nogil=True)
+def _index_digits(buf, p, n):
+    """The decimal digits of a feature index at ``buf[p]``: ``(index, end)``, the index no
+    longer growing past 10**10 (any such index is too large)."""
+    idx = 0
+    while p < n and buf[p] >= 48 and buf[p] <= 57:
+        if idx < 10000000000:
+            idx = idx * 10 + (np.int64(buf[p]) - 48)
+        p += 1
+    return idx, p
+
+
+@njit(cache=True, nogil=True)
+def _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err):
+    """The ``qid:`` token at ``buf[p]`` of ``row`` stored (allowed once, directly after the
+    label, with a value): the byte after it, or -1 with ``err`` set."""
+    te = token_end(buf, p)
+    if qid_kind[row] != 0 or prev >= 0:
+        _set_err(err, E_QID_POS, line, p, te, 0, 0)
+        return -1
+    if p + 4 == te:
+        _set_err(err, E_QID_EMPTY, line, p, te, 0, 0)
+        return -1
+    is_int, qv = _parse_qid(buf, p + 4, te)
+    qid_kind[row] = 1 if is_int else 2
+    qid_int[row] = qv
+    qid_start[row] = p + 4
+    qid_end[row] = te
+    return te
+
+
+@njit(cache=True, nogil=True)
+def _column_error(col, prev, n_features_limit, max_features, width):
+    """The error code of feature column ``col`` after column ``prev`` of its row, or
+    :data:`E_NONE` (the checks in order: range, order, the fixed width, the limit, dense rows)."""
+    if col < 0:
+        return E_INDEX_LOW
+    if col > 2147483646:
+        return E_INDEX_BIG
+    if col <= prev:
+        return E_ORDER
+    if n_features_limit >= 0 and col >= n_features_limit:
+        return E_NFEAT
+    if max_features >= 0 and col >= max_features:
+        return E_MAX_FEATURES
+    if width >= 0 and col >= width:
+        return E_WIDER
+    return E_NONE
+
+
+@njit(cache=True, nogil=True)
+def _number_error(err, in_row, kind, v, line, p, tok, e, idx):
+    """Set ``err`` for a label (``in_row`` false) or feature value that is malformed or not finite."""
+    if not in_row:
+        code = E_LABEL if kind == MALFORMED else E_LABEL_NONFINITE
+        _set_err(err, code, line, p, e, -1 if v < 0 else 1, kind)
+    else:
+        code = E_VALUE if kind == MALFORMED else E_FEAT_NONFINITE
+        _set_err(err, code, line, tok, e, idx, -kind if v < 0 else kind)
+
+
+@njit(cache=True, nogil=True)
 def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, labels, indptr, indices, values,
           qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
     """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
@@ -188,26 +315,14 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
     while p < n:
         if not in_row:
             line += 1
-            while p < n and is_blank(buf[p]):
-                p += 1
-            if p >= n:
-                break
-            c = buf[p]
-            if is_eol(c):
-                p = after_eol(buf, p)
-                continue
-            if c == 35:
-                while p < n and not is_eol(buf[p]):
-                    p += 1
-                if p < n:
-                    p = after_eol(buf, p)
+            p, data = _line_start(buf, p, n)
+            if not data:  # a blank or comment line (or the end of the text)
                 continue
             tok = p
             col = -1
             idx = 0
         else:
-            while p < n and is_blank(buf[p]):
-                p += 1
+            p = _past_blanks(buf, p, n)
             if p >= n:
                 break
             c = buf[p]
@@ -221,88 +336,42 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
                         indptr[row] = nnz
                     continue
                 if c == 35:
-                    while p < n and not is_eol(buf[p]):
-                        p += 1
+                    p = _comment_end(buf, p, n)
                     continue
                 if c == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
-                    # "qid:" -- allowed once, directly after the label
-                    te = token_end(buf, p)
-                    if qid_kind[row] != 0 or prev >= 0:
-                        _set_err(err, E_QID_POS, line, tok, te, 0, 0)
+                    p = _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err)
+                    if p < 0:
                         break
-                    if p + 4 == te:
-                        _set_err(err, E_QID_EMPTY, line, tok, te, 0, 0)
-                        break
-                    is_int, qv = _parse_qid(buf, p + 4, te)
-                    qid_kind[row] = 1 if is_int else 2
-                    qid_int[row] = qv
-                    qid_start[row] = p + 4
-                    qid_end[row] = te
-                    p = te
                     continue
                 code, te = _bad_token_code(buf, tok)
                 _set_err(err, code, line, tok, te, 0, 0)
                 break
-            idx = 0
-            while p < n and buf[p] >= 48 and buf[p] <= 57:
-                if idx < 10000000000:
-                    idx = idx * 10 + (np.int64(buf[p]) - 48)
-                p += 1
+            idx, p = _index_digits(buf, p, n)
             if p >= n or buf[p] != 58:
                 code, te = _bad_token_code(buf, tok)
                 _set_err(err, code, line, tok, te, 0, 0)
                 break
             p += 1
             col = idx - base
-            code = E_NONE
-            if col < 0:
-                code = E_INDEX_LOW
-            elif col > 2147483646:
-                code = E_INDEX_BIG
-            elif col <= prev:
-                code = E_ORDER
-            elif n_features_limit >= 0 and col >= n_features_limit:
-                code = E_NFEAT
-            elif max_features >= 0 and col >= max_features:
-                code = E_MAX_FEATURES
-            elif width >= 0 and col >= width:
-                code = E_WIDER
+            code = _column_error(col, prev, n_features_limit, max_features, width)
             if code != E_NONE:
                 _set_err(err, code, line, tok, token_end(buf, tok), idx, prev + base)
                 break
         # ---- the number: a label (not in_row) or the value of column col
         kind, v, e = parse_number(buf, p)
         if kind >= MALFORMED:
-            if not in_row:
-                code = E_LABEL if kind == MALFORMED else E_LABEL_NONFINITE
-                _set_err(err, code, line, p, e, -1 if v < 0 else 1, kind)
-            else:
-                code = E_VALUE if kind == MALFORMED else E_FEAT_NONFINITE
-                _set_err(err, code, line, tok, e, idx, -kind if v < 0 else kind)
+            _number_error(err, in_row, kind, v, line, p, tok, e, idx)
             break
         if not in_row:
-            if kind == SLOW:
-                _record_slow(slow, n_slow, -row - 1, p, e, line)
-                n_slow += 1
-            labels[row] = v
-            row_line[row] = line
-            qid_kind[row] = 0
+            n_slow = _store_label(labels, row_line, qid_kind, slow, n_slow, row, kind, v, p, e, line)
             in_row = True
             prev = -1
         else:
             if kind == SLOW or v != 0.0:  # explicit zeros are not stored
-                pos = nnz if width < 0 else row * width + col  # CSR slot or dense cell
-                if kind == SLOW:  # Python's float() fills it in later
-                    _record_slow(slow, n_slow, pos, p, e, line)
-                    n_slow += 1
-                    v = 0.0
-                values[pos] = v
-                if values[pos] - values[pos] != 0.0:  # finite v stored as inf: beyond float32's range
-                    _set_err(err, E_FEAT_RANGE, line, tok, e, idx, 0)
+                nnz, n_slow = _store_value(values, indices, slow, n_slow, nnz, row, col, width, kind, v, p, e, line,
+                                           tok, idx, err)
+                if err[0] != E_NONE:
                     break
-                if width < 0:
-                    indices[nnz] = col
-                nnz += 1
             if col > max_col:
                 max_col = col
             prev = col

@@ -43,6 +43,43 @@ def _reads_back(mm, d, a):
 
 
 @njit(cache=True)
+def _nearest_integer(hi, lo, k):
+    """The 128-bit ``(hi, lo)`` times ``2**-k`` (``k > 0``) rounded to the nearest integer:
+    ``(ok, M, tie)``, ``tie`` when exactly halfway between ``M`` and ``M + 1``; ``ok`` is false
+    when ``k >= 128`` or the integer part is ``2**60`` or more."""
+    if k < 64:
+        q_hi = hi >> U64(k)
+        q_lo = (lo >> U64(k)) | (hi << U64(64 - k))
+        r_hi = U64(0)
+        r_lo = lo & ((U64(1) << U64(k)) - U64(1))
+        h_hi = U64(0)
+        h_lo = U64(1) << U64(k - 1)
+    elif k < 128:
+        j = k - 64
+        q_hi = U64(0)
+        q_lo = hi >> U64(j)
+        r_hi = hi & ((U64(1) << U64(j)) - U64(1))
+        r_lo = lo
+        if j == 0:
+            h_hi = U64(0)
+            h_lo = U64(1) << U64(63)
+        else:
+            h_hi = U64(1) << U64(j - 1)
+            h_lo = U64(0)
+    else:
+        return False, np.int64(0), False
+    if q_hi != U64(0) or q_lo >= U64(1 << 60):
+        return False, np.int64(0), False
+    mm = np.int64(q_lo)
+    tie = False
+    if r_hi > h_hi or (r_hi == h_hi and r_lo > h_lo):
+        mm += 1  # remainder above one half: round up
+    elif r_hi == h_hi and r_lo == h_lo:
+        tie = True  # exactly halfway between mm and mm + 1
+    return True, mm, tie
+
+
+@njit(cache=True)
 def _shortest_digits(data, out_m, out_d):
     """repr's digits ``M * 10**-d`` of each |value| in [1e-10, 1e16), or ``out_d = -1``.
 
@@ -90,35 +127,9 @@ def _shortest_digits(data, out_m, out_d):
                     break
                 mm = np.int64(lo << U64(s))  # an integer: exact
             else:
-                k = -s
-                if k < 64:
-                    q_hi = hi >> U64(k)
-                    q_lo = (lo >> U64(k)) | (hi << U64(64 - k))
-                    r_hi = U64(0)
-                    r_lo = lo & ((U64(1) << U64(k)) - U64(1))
-                    h_hi = U64(0)
-                    h_lo = U64(1) << U64(k - 1)
-                elif k < 128:
-                    j = k - 64
-                    q_hi = U64(0)
-                    q_lo = hi >> U64(j)
-                    r_hi = hi & ((U64(1) << U64(j)) - U64(1))
-                    r_lo = lo
-                    if j == 0:
-                        h_hi = U64(0)
-                        h_lo = U64(1) << U64(63)
-                    else:
-                        h_hi = U64(1) << U64(j - 1)
-                        h_lo = U64(0)
-                else:
+                ok, mm, tie = _nearest_integer(hi, lo, -s)
+                if not ok:
                     break
-                if q_hi != U64(0) or q_lo >= U64(1 << 60):
-                    break
-                mm = np.int64(q_lo)
-                if r_hi > h_hi or (r_hi == h_hi and r_lo > h_lo):
-                    mm += 1  # remainder above one half: round up
-                elif r_hi == h_hi and r_lo == h_lo:
-                    tie = True  # exactly halfway between mm and mm + 1
             if tie:
                 r0 = _reads_back(mm, d, a)
                 r1 = _reads_back(mm + 1, d, a)

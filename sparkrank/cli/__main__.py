@@ -1,0 +1,5 @@
+"""``python -m sparkrank.cli``: the ``sparkrank`` command."""
+
+from . import run
+
+run()

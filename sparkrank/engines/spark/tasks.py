@@ -1,0 +1,299 @@
+"""Executor side: the tasks of a pass over the blocks of :mod:`.store` and their combiners.
+
+A pass over a block is the in-process engine's fused pass (``engines/tiles.py``): the block's
+groups cut into tiles of ~8 MB, each tile's ``X·w``, kernel and ``Xᵀc`` while it is in cache.
+Sums travel as double-doubles (dense, or :class:`SparseSums` when wide and mostly zero) and are
+added by ``treeAggregate`` with the combiners here, in any order to the same bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from ...data import memory
+from ...io.spark.worker import worker_task
+from ...numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
+from ...numerics.linalg import matvec
+from ..tiles import fused_pass, stats_sum
+from .kernel_state import MissingStates, drop_states, read_state, replay_state, write_state
+from .store import block_tiles, open_block
+
+@dataclass(frozen=True)
+class InlineValue:
+    """A small value shipped inside a task, with the ``.value`` of a broadcast (see
+    ``SparkEngine._broadcast``)."""
+
+    value: Any
+
+
+def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_state: int | None,
+                       released: tuple[int, ...], recipe_bc=None, tile_bytes: int | None = None):
+    """Executor mode: the fused pass over this block's tiles (``X·w``, the kernel on each
+    tile's groups, ``Xᵀc``; ``engines/tiles.py``); keeps the tiles' states on disk.  ``w_bc``
+    is the vector's broadcast or :class:`InlineValue` (read through ``.value``).
+
+    A missing input state yields :class:`MissingStates` (no task failure, so Spark does not
+    retry in vain) unless ``recipe_bc`` (a broadcast :class:`StateRecipe`) is given; then it
+    is recomputed.
+    """
+
+    def task(refs) -> Iterator[Any]:
+        w = w_bc.value
+        for ref in refs:
+            if ref.n_rows == 0:
+                continue
+            block = open_block(ref.path, ref.width)
+            tiles = block_tiles(ref.path, block, kernel, tile_bytes)
+            drop_states(ref.path, released)
+            states = None
+            if in_state is not None:
+                states = read_state(ref.path, in_state)
+                if states is None:
+                    if recipe_bc is None:
+                        yield MissingStates(frozenset([ref.partition]))
+                        continue
+                    states = replay_state(block, tiles, ref, recipe_bc.value)
+            results, (grad,), moments = fused_pass(block.X, tiles, w[: ref.width], kernel, states, (1,),
+                                                   np.empty(ref.n_rows, dtype=np.float64))
+            if out_state is not None:
+                write_state(ref.path, out_state, [r.state for r in results])
+            grad = None if grad is None else _padded(grad, n_features)
+            moments = None if moments is None else [_padded(m, n_features) for m in moments]
+            yield stats_sum(results), grad, np.array([ref.n_rows, ref.n_groups]), moments
+
+    return worker_task(task)
+
+
+def scores_task(w_bc):
+    """Driver mode, first half: each partition's scores ``X·w`` tagged with its index."""
+
+    def task(refs):
+        w = w_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                yield ref.partition, matvec(open_block(ref.path, ref.width).X, w[: ref.width])
+
+    return worker_task(task)
+
+
+def driver_products_task(coef_bcs, products: tuple[tuple[int, int], ...], row_start: dict[int, int],
+                         n_features: int, plans_bc):
+    """Driver mode, second half: for each ``(k, power)`` of ``products``, with this partition's
+    slice of the broadcast coefficient vector ``c = coef_bcs[k]``, ``Xᵀc`` (power 1) or
+    ``(X∘X)ᵀc`` (power 2) from one sweep over the block (one job for every product of a pass).
+
+    Range partitioning may cut a query anywhere, so a block's first and last rows may belong to
+    steps of ``Xᵀc`` (``exact_sum``'s convention) that other blocks share: ``plans_bc`` holds,
+    per partition, ``(head, tail, starts)`` (:func:`~sparkrank.numerics.exact_sum.split_steps`,
+    relative to the block).  The block sums its whole steps and yields ``(sums, rows, terms)``:
+    the double-doubles, and the global rows and terms of its cut steps for the driver
+    (:func:`~sparkrank.numerics.exact_sum.add_split_steps`)."""
+
+    def task(refs):
+        coefs = [bc.value for bc in coef_bcs]
+        plans = plans_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                X = open_block(ref.path, ref.width).X
+                start = row_start[ref.partition]
+                head, tail, starts = plans[ref.partition]
+                wanted = [(coefs[k][start: start + ref.n_rows], p) for k, p in products]
+                sums = rmatvec_dd_products(X, wanted, (head, tail), starts)
+                cut = [*range(head), *range(tail, ref.n_rows)]
+                terms = step_terms(X, cut, wanted)
+                yield ([_padded(dd, n_features) for dd in sums], np.asarray(cut, dtype=np.int64) + start,
+                       np.pad(terms, ((0, 0), (0, 0), (0, n_features - terms.shape[2]))))
+
+    return worker_task(task)
+
+
+def add_split_products(a: Any, b: Any):
+    """``treeAggregate`` combiner for :func:`driver_products_task`'s ``(sums, rows, terms)``:
+    sums added entry by entry, the cut steps' rows and terms gathered (``None`` = nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return (add_dd_lists(a[0], b[0]), np.concatenate([a[1], b[1]]), np.concatenate([a[2], b[2]], axis=1))
+
+
+def column_moments_task(w_bc, kernel, n_features: int, tile_bytes: int | None = None):
+    """Executor mode: ``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block from the fused pass
+    over its tiles at ``X·w``, as double-doubles (no kernel state)."""
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows == 0:
+                continue
+            block = open_block(ref.path, ref.width)
+            results, (first, second), _ = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
+                                                  w_bc.value[: ref.width], kernel, None, (1, 2),
+                                                  np.empty(ref.n_rows, dtype=np.float64))
+            yield (stats_sum(results), _padded(first, n_features), _padded(second, n_features),
+                   np.array([ref.n_rows, ref.n_groups]))
+
+    return worker_task(task)
+
+
+def add_moments(a: Any, b: Any):
+    """``treeAggregate`` combiner for :func:`column_moments_task` tuples."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), add_dd(a[2], b[2]), a[3] + b[3]
+
+
+def labels_task():
+    """Driver mode set-up: each partition's labels and group ids, tagged with its index."""
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                b = open_block(ref.path, ref.width)
+                sizes = np.diff(b.groups.offsets)
+                qid_rows = None if b.qids is None else np.repeat(b.qids, sizes)
+                yield ref.partition, np.array(b.groups.labels), qid_rows
+
+    return worker_task(task)
+
+
+def digest_task(plans: dict[int, dict] | None):
+    """Each block's :func:`~sparkrank.data.digest.block_digest` ``(digest, pieces)``; ``plans``: per
+    partition where its rows start and end in their queries (driver placement), else ``None``."""
+    from ...data.digest import block_digest, group_keys
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                b = open_block(ref.path, ref.width)
+                g = b.groups
+                yield block_digest(b.X, g.labels, g.offsets, group_keys(b.qids, g.n_groups),
+                                   **(plans[ref.partition] if plans else {}))
+
+    return worker_task(task)
+
+
+#: A block's column sums over at least this many features travel as their non-zero columns
+#: when those are at most a quarter of them (:class:`SparseSums`; the memory model's bound too).
+SPARSE_SUMS_MIN_FEATURES = memory.SPARSE_SUMS_MIN_FEATURES
+
+
+@dataclass(frozen=True)
+class SparseSums:
+    """A block's double-double column sums over ``n_features`` columns, only those not zero.
+
+    Why: a task's result travels through the JVM, and dense sums cost 16 bytes per feature per
+    product whatever the block holds: one SVMlight row with feature 4,000,000 made every pass
+    ship ~200 MB per block and ran the local driver's JVM out of heap.  A zero column adds
+    nothing to a double-double sum (``dd_add`` of ``(0, 0)`` keeps the other sum's value), so
+    adding only the non-zero columns gives the dense sum's bits."""
+
+    columns: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray
+    n_features: int
+
+    def dense(self) -> DoubleDouble:
+        hi, lo = np.zeros(self.n_features), np.zeros(self.n_features)
+        hi[self.columns], lo[self.columns] = self.hi, self.lo
+        return hi, lo
+
+
+def _padded(dd: DoubleDouble, n_features: int):
+    """A block's double-double column sums (its width) over ``n_features`` columns: padded with
+    zeros, or as :class:`SparseSums` when they are wide and mostly zero."""
+    hi, lo = dd
+    if n_features >= SPARSE_SUMS_MIN_FEATURES:
+        columns = np.flatnonzero((hi != 0) | (lo != 0))
+        if 4 * columns.shape[0] <= n_features:
+            return SparseSums(columns, hi[columns], lo[columns], n_features)
+    pad = n_features - hi.shape[0]
+    return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
+
+
+def dense_sums(dd):
+    """``dd`` as dense double-doubles (a :class:`SparseSums` expanded; ``None`` stays ``None``)."""
+    return dd.dense() if isinstance(dd, SparseSums) else dd
+
+
+def add_dd(a: Any, b: Any):
+    """``treeAggregate`` combiner for double-doubles, dense or :class:`SparseSums` (``None`` =
+    nothing yet); the sum of two sparse ones is dense."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, SparseSums):
+        a, b = b, a  # dd_add is symmetric: the same bits either way
+    if not isinstance(b, SparseSums):
+        return dd_add(a, b)
+    hi, lo = (np.array(x) for x in dense_sums(a))
+    hi[b.columns], lo[b.columns] = dd_add((hi[b.columns], lo[b.columns]), (b.hi, b.lo))
+    return hi, lo
+
+
+def add_dd_lists(a: Any, b: Any):
+    """``treeAggregate`` combiner for lists of double-doubles, added entry by entry (``None`` = nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return [add_dd(x, y) for x, y in zip(a, b)]
+
+
+def add_pair(a: Any, b: Any):
+    """``treeAggregate`` combiner for ``(stats, gradient, [rows, groups], moments)`` of executor passes.
+
+    ``stats`` and ``gradient`` are double-doubles, ``moments`` ``None`` or two double-doubles
+    (``Xᵀa``, ``(X∘X)ᵀa``); the counts are what the tasks processed.  :class:`MissingStates`
+    absorbs results (the pass is redone) and merges with its kind.
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, MissingStates) or isinstance(b, MissingStates):
+        parts = [x.partitions for x in (a, b) if isinstance(x, MissingStates)]
+        return MissingStates(frozenset().union(*parts))
+    moments = add_dd_lists(a[3], b[3])
+    return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
+
+
+def column_totals_task():
+    """The first pass of the feature statistics: each block's
+    :class:`~sparkrank.engines.base.ColumnTotals` over its own width (padded as they are added up by
+    ``treeAggregate``, :func:`add_totals`)."""
+    from ..base import ColumnTotals
+
+    def task(refs):
+        for ref in refs:
+            if ref.n_rows:
+                yield ColumnTotals.of_rows(open_block(ref.path, ref.width).X, ref.width)
+
+    return worker_task(task)
+
+
+def add_totals(a: Any, b: Any):
+    """``treeAggregate`` combiner for :class:`~sparkrank.engines.base.ColumnTotals` (any order: the same bits)."""
+    if a is None:
+        return b
+    return a.add(b)
+
+
+def centred_squares_task(mean_bc, n_features: int):
+    """The second pass of the feature statistics: each block's exact sums of ``(x − mean)²`` over
+    its non-zero entries (``mean_bc``: the means' broadcast; added up by :func:`add_dd`)."""
+    from ...numerics.exact_sum import column_sums_dd
+
+    def task(refs):
+        mean = mean_bc.value
+        for ref in refs:
+            if ref.n_rows:
+                yield _padded(column_sums_dd(open_block(ref.path, ref.width).X, ref.width, mean[: ref.width])[0],
+                              n_features)
+
+    return worker_task(task)

@@ -1,1 +1,0 @@
-"""The Spark side: session, distributed blocks and the :class:`SparkEngine`."""
