@@ -11,9 +11,15 @@ import math
 from numbers import Integral, Real
 from typing import Iterable
 
-#: Support-pair counting structures (lee-lin2014 §2.3-2.5, :mod:`sparkrank.kernels.counting`).
-COUNTING_METHODS: tuple[str, ...] = ("selection", "rbtree", "direct", "pairs")
+#: Support-pair counting structures (lee-lin2014 §2.3-2.5, :mod:`sparkrank.kernels.counting`;
+#: ``prsvm+``: the per-level two-level counting of lee-lin2014 §3.1, :mod:`sparkrank.kernels.level_counting`).
+COUNTING_METHODS: tuple[str, ...] = ("selection", "rbtree", "direct", "pairs", "prsvm+")
 DEFAULT_COUNTING = "selection"
+
+#: The preference pairs a RankSVM loss sums over: every pair of a group with different labels,
+#: or only those whose upper row is on the next level above the lower row's (lee-lin2014 §5).
+PAIR_RULES: tuple[str, ...] = ("all", "adjacent")
+DEFAULT_PAIR_RULE = "all"
 
 #: RankNCG gradient: ε-exact fast erfc sums or the exact O(m²)-per-group sum (raykar2007 §5).
 RANKNET_GRADIENTS: tuple[str, ...] = ("fast", "direct")

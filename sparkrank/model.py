@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .choices import DEFAULT_PAIR_RULE
 from .data.block import RankingData, check_model_width
 from .numerics.linalg import is_sparse, matvec
 from .numerics.vectors import fit_length
@@ -87,6 +88,13 @@ class RankingModel:
     @property
     def n_features(self) -> int:
         return int(self.weights.shape[0])
+
+    @property
+    def pairs(self) -> str:
+        """The pairs the model was trained on: ``options["pairs"]`` of a RankSVM solver, and
+        ``"all"`` when the options leave it out (every model written before the option, and every
+        solver without it)."""
+        return self.options.get("pairs", DEFAULT_PAIR_RULE)
 
     @property
     def raw_weights(self) -> np.ndarray:

@@ -6,13 +6,14 @@ import logging
 
 import numpy as np
 
-from .choices import DEFAULT_COUNTING, check_positive_float, check_positive_int
+from .choices import DEFAULT_COUNTING, DEFAULT_PAIR_RULE, check_positive_float, check_positive_int
 from .data.block import DataError, RankingData
 from .engines.base import Engine
 from .engines.registry import engine_for
 from .kernels.counting import check_counting_method
 from .model import RankingModel
 from .objectives.base import Objective
+from .objectives.pair_rules import training_pairs
 from .objectives.ranksvm import HingeRisk
 from .solvers.registry import solver_spec
 from .solvers.callbacks import EngineProgress, compose
@@ -23,16 +24,20 @@ from .standardization import RESCALE_ADVICE, standardized_engine
 log = logging.getLogger("sparkrank")
 
 
-def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = "tron") -> float:
+def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = "tron",
+              solver_options: dict | None = None) -> float:
     """The LIBLINEAR ``C`` from either ``C`` or BMRM's ``λ`` (exactly one, or neither for the solver's
-    default: :attr:`~sparkrank.solvers.registry.SolverSpec.default_C`, 1 but for TopPush)."""
+    default: :attr:`~sparkrank.solvers.registry.SolverSpec.default_C`, 1 but for TopPush).  BMRM's
+    ``λ`` divides the loss by the number of pairs trained on (``solver_options`` ``pairs``)."""
     if C is not None and lam is not None:
         raise ValueError("give either C or lambda, not both")
     if lam is not None:
         if not solver_spec(solver).takes_lambda:
             raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
                              "(see sparkrank.conventions for its own λ)")
-        return HingeRisk.convert(engine.summary.n_pairs, lam=lam)[0]  # BMRM's λ (conventions.RANKSVM_LAMBDA)
+        pairs = (solver_options or {}).get("pairs", DEFAULT_PAIR_RULE)
+        # BMRM's λ (conventions.RANKSVM_LAMBDA)
+        return HingeRisk.convert(training_pairs(engine, pairs), lam=lam)[0]
     return solver_spec(solver).default_C if C is None else float(C)
 
 
@@ -117,7 +122,7 @@ def train(
     tol = spec.default_tol if tol is None else check_positive_float(tol, "tol")
     max_iter = spec.default_max_iter if max_iter is None else check_positive_int(max_iter, "max_iter")
     engine = engine_for(data)  # rows in this process get the local engine
-    C = resolve_c(engine, C, lam, solver)
+    C = resolve_c(engine, C, lam, solver, options)
     summary = engine.summary
     log.info(
         "training %s (%s): %d rows, %d features, %d groups (%d without pairs), %d pairs, C=%g",

@@ -31,7 +31,8 @@ def fit_on(engine, settings: FitSettings, *, start: StartWeights | None = None,
     """Train on an open ``engine``: from ``start`` (as wide as the data) or the newest checkpoint
     (``checkpoints.resume``: same settings and data), writing checkpoints when asked."""
     w0 = None if start is None else start_weights(start, engine.summary.n_features, settings.n_features)
-    fit_settings = {"solver": settings.solver, "C": resolve_c(engine, settings.C, settings.lam, settings.solver),
+    C = resolve_c(engine, settings.C, settings.lam, settings.solver, dict(settings.solver_options))
+    fit_settings = {"solver": settings.solver, "C": C,
                     "tol": settings.tol, "counting": settings.counting, "options": dict(settings.solver_options),
                     "standardization": settings.standardization}
     begun = begin(checkpoints.directory, interval=checkpoints.interval, resume=checkpoints.resume, engine=engine,

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import literally, njit
 
-from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, check_choice
+from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, DEFAULT_PAIR_RULE, PAIR_RULES, check_choice
 from ..data.groups import QueryGroups
-from . import rbtree, tree_kinds, trees
+from . import level_counting, rbtree, tree_kinds, trees
 from .tree_kinds import DIRECT, RBTREE, SELECTION
 
 _THREADED_MIN_ROWS = 50_000
@@ -332,8 +332,9 @@ def _new_tree(method: str, groups: QueryGroups, with_sums: bool):
 
 
 @njit(cache=True)
-def _all_pairs(scores, values, labels, offsets, margin, inclusive):
-    # The O(m²)-per-group enumeration: the test oracle and the PairRSVM-style baseline.
+def _all_pairs(scores, values, labels, label_rank, offsets, margin, inclusive, adjacent):
+    # The O(m²)-per-group enumeration: the test oracle and the PairRSVM-style baseline
+    # (adjacent: only the pairs whose upper row is on the next level above the lower row's).
     m = scores.shape[0]
     n_above = np.zeros(m, dtype=np.int64)
     n_below = np.zeros(m, dtype=np.int64)
@@ -343,6 +344,8 @@ def _all_pairs(scores, values, labels, offsets, margin, inclusive):
         start, end = offsets[g], offsets[g + 1]
         for u in range(start, end):
             for lo in range(start, end):
+                if adjacent and label_rank[u] != label_rank[lo] + 1:
+                    continue
                 if labels[u] > labels[lo] and _precedes(scores[u], scores[lo] + margin, inclusive):
                     n_above[lo] += 1
                     s_above[lo] += values[u]
@@ -356,6 +359,11 @@ def check_counting_method(method: str) -> str:
     return check_choice(method, COUNTING_METHODS, "counting method")
 
 
+def check_pair_rule(rule: str) -> str:
+    """Validate a pair rule (raises ``ValueError`` listing the choices)."""
+    return check_choice(rule, PAIR_RULES, "pair rule")
+
+
 def count_support_pairs(
     groups: QueryGroups,
     scores: np.ndarray,
@@ -365,6 +373,7 @@ def count_support_pairs(
     margin: float = 1.0,
     inclusive: bool = False,
     method: str = DEFAULT_COUNTING,
+    pair_rule: str = DEFAULT_PAIR_RULE,
 ) -> PairCounts:
     """Count support pairs (and sum ``values`` over them) for every row.
 
@@ -384,14 +393,20 @@ def count_support_pairs(
         ``δ`` in ``p_upper < p_lower + δ``.
     inclusive : bool
         Use ``<=`` instead of ``<``.
-    method : {"selection", "rbtree", "direct", "pairs"}
+    method : {"selection", "rbtree", "direct", "pairs", "prsvm+"}
         Counting structure; all give identical counts.
+    pair_rule : {"all", "adjacent"}
+        Which pairs of a group count: every pair of different labels, or only the pairs whose
+        upper row is on the next label level above the lower row's (lee-lin2014 §5).  Adjacent
+        pairs are counted level against next level (:mod:`.level_counting`) by every method
+        but ``pairs``, which enumerates them: a pair of levels needs no tree.
 
     Returns
     -------
     PairCounts
     """
     check_counting_method(method)
+    check_pair_rule(pair_rule)
     scores = np.ascontiguousarray(scores, dtype=np.float64)
     m = scores.shape[0]
     if m != groups.n_rows:
@@ -403,15 +418,16 @@ def count_support_pairs(
     # all-zero values (the L1 loss, the metrics) have all-zero sums: skip the sum work
     with_sums = values is not None and bool(np.any(values))
     if method == "pairs":
-        result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels,
-                            groups.offsets, float(margin), bool(inclusive))
+        result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels, groups.label_rank,
+                            groups.offsets, float(margin), bool(inclusive), pair_rule == "adjacent")
         return PairCounts(*result)
     if order is None:
         order = sort_within_groups(scores, groups.offsets)
     else:
         order = np.ascontiguousarray(order, dtype=order.dtype if order.dtype in (np.int32, np.int64) else np.int64)
     threaded = m >= _THREADED_MIN_ROWS
-    with_labels = method == "rbtree"
+    by_levels = method == "prsvm+" or pair_rule == "adjacent"
+    with_labels = method == "rbtree" and not by_levels
     sorted_scores = np.empty(m)
     sorted_rank = np.empty(m, dtype=groups.label_rank.dtype)
     sorted_values = np.empty(m if with_sums else 0)
@@ -432,6 +448,11 @@ def count_support_pairs(
     common = (order, groups.offsets, groups.n_levels, float(margin), bool(inclusive))
 
     def run(descending, out_count, out_sum):
+        if by_levels:
+            rule = level_counting.ADJACENT_PAIRS if pair_rule == "adjacent" else level_counting.ALL_PAIRS
+            level_counting.sweep_groups_by_levels(sorted_scores, sorted_rank, sorted_values, *common, rule, descending,
+                                                  with_sums, out_count, out_sum)
+            return
         _SWEEPS[method]((sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
                          _new_tree(method, groups, with_sums), out_count, out_sum))
     if threaded:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..choices import DEFAULT_PAIR_RULE
 from ..conventions import MARGIN
 from ..data.groups import QueryGroups
 from ..numerics.exact_sum import dd_add, sum_dd
@@ -33,9 +34,11 @@ class HingeKernel(ScoreKernel):
 
     statistics = LOSS_STATISTICS
     counting: str = DEFAULT_COUNTING
+    #: The pairs summed over (:data:`sparkrank.choices.PAIR_RULES`).
+    pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
+        counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
         c, d = counts.n_above, counts.n_below
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
@@ -59,15 +62,17 @@ class SquaredHingeKernel(ScoreKernel):
     #: Whether the result also carries the score-space Hessian diagonal (``moment_coef``).
     with_diagonal: ClassVar[bool] = False
     counting: str = DEFAULT_COUNTING
+    pair_rule: str = DEFAULT_PAIR_RULE
 
     @property
     def group_form(self) -> str | None:  # type: ignore[override]
         # kernels/group_forms.squared_hinge_group sorts and sweeps as the selection counting does
-        return "squared_hinge" if self.counting == "selection" else None
+        return "squared_hinge" if self.counting == "selection" and self.pair_rule == "all" else None
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         order = None if self.counting == "pairs" else sort_within_groups(scores, groups.offsets)
-        k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting)
+        k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting,
+                                pair_rule=self.pair_rule)
         l_sum = (k.n_above + k.n_below).astype(np.float64)
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
@@ -115,16 +120,18 @@ class SquaredHingeHessianKernel(ScoreKernel):
     """
 
     counting: str = DEFAULT_COUNTING
+    pair_rule: str = DEFAULT_PAIR_RULE
 
     @property
     def group_form(self) -> str | None:  # type: ignore[override]
-        # the group form sweeps with the selection tree: other counting methods add the sums
-        # in another order
-        return "squared_hinge_hessian" if self.counting == "selection" else None
+        # the group form sweeps all pairs with the selection tree: other counting methods add the
+        # sums in another order
+        return "squared_hinge_hessian" if self.counting == "selection" and self.pair_rule == "all" else None
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         p, order = state[0], state[1]  # the group form also keeps its sweep plan: same support set
-        k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting)
+        k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting,
+                                pair_rule=self.pair_rule)
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
         return KernelResult(np.zeros(0), coef)
 
@@ -142,8 +149,9 @@ class SupportPairDiagonalKernel(ScoreKernel):
 
     statistics = ("weight",)
     counting: str = DEFAULT_COUNTING
+    pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting)
+        k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
         coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
         return Statistics.summed({"weight": coef}).result(coef)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..choices import DEFAULT_COUNTING
+from ..choices import DEFAULT_COUNTING, DEFAULT_PAIR_RULE
 from ..conventions import RANKSVM_LAMBDA
 from ..engines.base import Engine
-from ..kernels.counting import check_counting_method
+from ..kernels.counting import check_counting_method, check_pair_rule
 from ..kernels.losses import (HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel, SquaredHingeKernel,
                               SupportPairDiagonalKernel)
-from .base import RegularizedRisk, diagonal_from_moments, hessian_diagonal_estimate, require_pairs
+from .base import RegularizedRisk, diagonal_from_moments, hessian_diagonal_estimate
+from .pair_rules import pair_facts, training_pairs
 
 
 class HingeRisk(RegularizedRisk):
@@ -30,21 +31,28 @@ class HingeRisk(RegularizedRisk):
     lam : float
         λ of ``λ‖w‖²``; see :meth:`from_c` for LIBLINEAR's C.
     counting : str
-        Counting method (``selection``, ``rbtree``, ``direct``, ``pairs``).
+        Counting method (``selection``, ``rbtree``, ``direct``, ``pairs``, ``prsvm+``).
+    pairs : {"all", "adjacent"}
+        The pairs ``P`` of the loss (and ``N = |P|``): all pairs, or adjacent levels only
+        (lee-lin2014 §5).
     """
 
     lambda_form = RANKSVM_LAMBDA
     progress_stat = "support_pairs"
 
-    def __init__(self, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING):
-        self.kernel = HingeKernel(check_counting_method(counting))
-        self._setup(engine, count=require_pairs(engine), lam=lam, form="lambda")
+    def __init__(self, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING, pairs: str = DEFAULT_PAIR_RULE):
+        self.kernel = HingeKernel(check_counting_method(counting), check_pair_rule(pairs))
+        self._setup(engine, count=training_pairs(engine, pairs), lam=lam, form="lambda")
         self.n_pairs = self.count
 
     @classmethod
-    def from_c(cls, engine: Engine, C: float, counting: str = DEFAULT_COUNTING) -> "HingeRisk":
+    def from_c(cls, engine: Engine, C: float, counting: str = DEFAULT_COUNTING,
+               pairs: str = DEFAULT_PAIR_RULE) -> "HingeRisk":
         """The λ-form of LIBLINEAR's ``½‖w‖² + C Σ loss`` (same minimiser)."""
-        return cls(engine, cls.convert(require_pairs(engine), C=C)[1], counting)
+        return cls(engine, cls.convert(training_pairs(engine, check_pair_rule(pairs)), C=C)[1], counting, pairs)
+
+    def facts(self) -> dict:
+        return pair_facts(self.kernel.pair_rule, self.n_pairs)
 
 
 class SquaredHingeObjective(RegularizedRisk):
@@ -57,6 +65,8 @@ class SquaredHingeObjective(RegularizedRisk):
         Weight of the summed squared hinge (LIBLINEAR convention).
     counting : str
         Counting method.
+    pairs : {"all", "adjacent"}
+        The pairs of the loss: all pairs, or adjacent levels only (lee-lin2014 §5).
     precondition : bool
         Whether a solver will ask for :meth:`hessian_diagonal` (TRON's default): value passes
         then bring the diagonal's column moments along, so asking costs no pass of its own.
@@ -65,20 +75,25 @@ class SquaredHingeObjective(RegularizedRisk):
     lambda_form = RANKSVM_LAMBDA
     progress_stat = "support_pairs"
 
-    def __init__(self, engine: Engine, C: float, counting: str = DEFAULT_COUNTING, precondition: bool = True):
-        counting = check_counting_method(counting)
-        self.kernel = SquaredHingeKernel(counting)  # value (18) and gradient (19)
-        self.hessian_kernel = SquaredHingeHessianKernel(counting)  # generalized Hessian product (17)
-        self.diagonal_kernel = SupportPairDiagonalKernel(counting)
+    def __init__(self, engine: Engine, C: float, counting: str = DEFAULT_COUNTING, precondition: bool = True,
+                 pairs: str = DEFAULT_PAIR_RULE):
+        counting, rule = check_counting_method(counting), check_pair_rule(pairs)
+        self.kernel = SquaredHingeKernel(counting, rule)  # value (18) and gradient (19)
+        self.hessian_kernel = SquaredHingeHessianKernel(counting, rule)  # generalized Hessian product (17)
+        self.diagonal_kernel = SupportPairDiagonalKernel(counting, rule)
         # the value kernel that also gives the diagonal's weights, when a solver will ask for them
-        self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting) if precondition else None
-        self._setup(engine, count=require_pairs(engine), C=C, form="C")
+        self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting, rule) if precondition else None
+        self._setup(engine, count=training_pairs(engine, rule), C=C, form="C")
         self.n_pairs = self.count
 
     @classmethod
     def from_lambda(cls, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING,
-                    precondition: bool = True) -> "SquaredHingeObjective":
-        return cls(engine, cls.convert(require_pairs(engine), lam=lam)[0], counting, precondition)
+                    precondition: bool = True, pairs: str = DEFAULT_PAIR_RULE) -> "SquaredHingeObjective":
+        count = training_pairs(engine, check_pair_rule(pairs))
+        return cls(engine, cls.convert(count, lam=lam)[0], counting, precondition, pairs)
+
+    def facts(self) -> dict:
+        return pair_facts(self.kernel.pair_rule, self.n_pairs)
 
     def hessian_diagonal(self, w: np.ndarray) -> np.ndarray:
         """``diag(I + C·Xᵀ(2L)X)`` estimated at ``w``'s support pairs (:func:`hessian_diagonal_estimate`).

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
-from ..choices import RANKNET_GRADIENTS, TOPPUSH_SCOPES
+from ..choices import DEFAULT_PAIR_RULE, PAIR_RULES, RANKNET_GRADIENTS, TOPPUSH_SCOPES
 from ..conventions import DEFAULT_POSITIVE_THRESHOLD
 from ..kernels.erfc_sum import MIN_EPSILON
 from ..kernels.ranknet import DEFAULT_EPSILON
@@ -236,6 +236,13 @@ def solver_spec(name: str) -> SolverSpec:
     return SOLVERS[name]
 
 
+#: The RankSVM losses' option of which pairs they sum over (lee-lin2014 §5); RankNCG and TopPush
+#: do not take it (their losses are defined on all pairs / all negatives, no adjacent form).
+PAIRS = Option("pairs", str, DEFAULT_PAIR_RULE,
+               "train on all preference pairs of a query, or only on those whose labels are adjacent levels "
+               "of the query (the next distinct label up; lee-lin2014 §5); the metrics still count all pairs",
+               choices=PAIR_RULES)
+
 # Default tol 1e-4 for TRON and NCG (LIBLINEAR: 1e-3): in the preconditioned, units-free norm 1e-3
 # left MQ2008's objective 1.5e-4 above the optimum, 1e-4 left 6e-6 for 3-4 more Newton steps
 # (docs/solvers.md, Conditioning and stopping rules).
@@ -243,7 +250,7 @@ register(SolverSpec(
     "tron", "L2 squared hinge (lee-lin2014)", "L2-loss RankSVM, trust-region Newton",
     SquaredHingeObjective, tron, 1000, 1e-4, "relative gradient norm",
     # the objective too: its value passes then bring the preconditioner's moments along
-    options=(replace(PRECONDITION, target="both"),), takes_lambda=True, counts_pairs=True))
+    options=(replace(PRECONDITION, target="both"), PAIRS), takes_lambda=True, counts_pairs=True))
 register(SolverSpec(
     "bmrm", "L1 hinge (airola2011)", "L1-loss RankSVM, cutting planes",
     HingeRisk.from_c, bmrm, 5000, 1e-3, "absolute gap", takes_lambda=True, counts_pairs=True,
@@ -251,6 +258,7 @@ register(SolverSpec(
         Option("inactive_limit", int, DEFAULT_INACTIVE_LIMIT, "drop a cutting plane after this many QPs in a row "
                "in which it was not tight (SVMstruct's rule); a larger value keeps a larger bundle",
                low=1, closed_low=True, target="optimiser"),
+        PAIRS,
     )))
 register(SolverSpec(
     "ncg", "log-sigmoid pairwise likelihood (raykar2007)", "log-sigmoid pairwise likelihood (RankNCG), nonlinear CG",
