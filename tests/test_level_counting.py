@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_counting import ranking_problem  # random groups: ties, real labels, one-level and tiny groups
 from sparkrank.choices import COUNTING_METHODS
 from sparkrank.data.groups import QueryGroups
 from sparkrank.kernels.counting import count_support_pairs
@@ -39,23 +40,6 @@ def brute_force(labels, offsets, scores, values, margin, inclusive, adjacent):
                     n_below[j] += 1
                     s_below[j] += values[k]
     return n_above, n_below, s_above, s_below
-
-
-@st.composite
-def ranking_problem(draw):
-    sizes = draw(st.lists(st.integers(1, 25), min_size=1, max_size=12))
-    m = sum(sizes)
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(["grades", "binary", "real", "one-level", "mixed"]))
-    labels = {"grades": lambda: rng.integers(0, 5, m).astype(float),
-              "binary": lambda: rng.integers(0, 2, m).astype(float),
-              "real": lambda: rng.normal(size=m),
-              "one-level": lambda: np.full(m, 3.0),
-              "mixed": lambda: np.where(rng.random(m) < 0.5, rng.integers(0, 3, m), rng.normal(size=m) * 10)}[kind]()
-    scores = {"continuous": lambda: rng.normal(size=m) * 2,
-              "ties": lambda: rng.integers(-2, 3, m).astype(float),  # differences of exactly 0 and 1
-              "constant": lambda: np.zeros(m)}[draw(st.sampled_from(["continuous", "ties", "constant"]))]()
-    return labels, np.concatenate([[0], np.cumsum(sizes)]), scores, rng.normal(size=m)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

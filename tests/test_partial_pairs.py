@@ -112,7 +112,8 @@ def graded(tmp_path_factory):
 @pytest.mark.parametrize("placement", ["executor", "driver"])
 def test_spark_gives_the_local_model_bit_for_bit(spark, graded, placement):
     data, path = graded
-    cases = [("tron", "selection", {"tol": 1e-3}), ("tron", "prsvm+", {"tol": 1e-3}), ("bmrm", "selection", {"max_iter": 8})]
+    cases = [("tron", "selection", {"tol": 1e-3}), ("tron", "prsvm+", {"tol": 1e-3}),
+             ("bmrm", "selection", {"max_iter": 8})]
     with SparkEngine(spark.read.parquet(path), placement=placement, num_partitions=3) as engine:
         for solver, counting, extra in cases:
             options = {"pairs": "adjacent"}
@@ -136,3 +137,15 @@ def test_cli_option_help_and_refusal(tmp_path, capsys):
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(tmp_path / "n.json"),
                  "--solver", "ncg", "--pairs", "adjacent"]) == 2
     assert "--pairs is an option of --solver tron or bmrm, not ncg" in capsys.readouterr().err
+
+
+def test_pyspark_ml_takes_the_rule_as_a_solver_option(spark, graded):
+    from sparkrank.ml import LinearRanker
+
+    data, path = graded
+    options = {"pairs": "adjacent"}
+    fitted = LinearRanker(solver="tron", C=0.05, tol=1e-3, numPartitions=2, solverOptions=options).fit(
+        spark.read.parquet(path))
+    assert fitted.rankingModel.pairs == "adjacent"
+    local = train(data, solver="tron", C=0.05, tol=1e-3, solver_options=options)
+    np.testing.assert_array_equal(fitted.weights, local.weights)
