@@ -94,7 +94,7 @@ class RankingModel:
         """The pairs the model was trained on: ``options["pairs"]`` of a RankSVM solver, and
         ``"all"`` when the options leave it out (every model written before the option, and every
         solver without it)."""
-        return self.options.get("pairs", DEFAULT_PAIR_RULE)
+        return (self.options or {}).get("pairs", DEFAULT_PAIR_RULE)
 
     @property
     def raw_weights(self) -> np.ndarray:

@@ -89,6 +89,22 @@ def test_loss_kernels_match_the_oracle_and_the_trees(n_levels, rule):
         np.testing.assert_allclose(h_got.coef, h_ref.coef, rtol=1e-12, atol=1e-12 * np.abs(h_ref.coef).max())
 
 
+@pytest.mark.parametrize("rule", ["all", "adjacent"])
+def test_two_thread_path_matches_the_oracle(rule):
+    """60,000 rows (the sweeps' two-thread path) in 600 groups of many levels and tied scores."""
+    rng = np.random.default_rng(11)
+    m = 60_000
+    groups = QueryGroups.from_offsets(np.round(rng.normal(size=m), 1), np.arange(0, m + 1, 100))
+    scores, values = np.round(rng.normal(size=m) * 3, 1), rng.normal(size=m)
+    ref = count_support_pairs(groups, scores, values, method="pairs", pair_rule=rule)
+    for method in ("prsvm+", "selection"):
+        got = count_support_pairs(groups, scores, values, method=method, pair_rule=rule)
+        np.testing.assert_array_equal(got.n_above, ref.n_above)
+        np.testing.assert_array_equal(got.n_below, ref.n_below)
+        np.testing.assert_allclose(got.s_above, ref.s_above, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got.s_below, ref.s_below, rtol=1e-12, atol=1e-12)
+
+
 def test_adjacent_rule_keeps_only_next_level_pairs():
     # one group, labels 0 < 1 < 3 (2 absent): the adjacent pairs are (1, 0) and (3, 1), not (3, 0)
     groups = QueryGroups.single(np.array([0.0, 1.0, 3.0]))

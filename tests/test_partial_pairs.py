@@ -133,7 +133,10 @@ def test_cli_option_help_and_refusal(tmp_path, capsys):
     out = tmp_path / "m.json"
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(out), "--pairs",
                  "adjacent", "--max-iter", "3"]) == 0
-    assert RankingModel.load(out).pairs == "adjacent"
+    model = RankingModel.load(out)
+    assert model.pairs == "adjacent"
+    assert (f"{model.summary['n_pairs']} pairs, trained on the {model.summary['training_pairs']} adjacent ones"
+            in capsys.readouterr().out)
     assert main(["train", "--engine", "local", "--input", "sample:train", "--model", str(tmp_path / "n.json"),
                  "--solver", "ncg", "--pairs", "adjacent"]) == 2
     assert "--pairs is an option of --solver tron or bmrm, not ncg" in capsys.readouterr().err

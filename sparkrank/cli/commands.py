@@ -62,8 +62,10 @@ def train(args) -> int:
                                                               args.resume),
                            report_dir=args.report)
     s = done.model.summary
+    pairs = f"{s['n_pairs']} pairs" + (f", trained on the {s['training_pairs']} {done.model.pairs} ones"
+                                       if "training_pairs" in s else "")
     print(f"trained {args.solver} on the {done.engine} engine: {s['iterations']} iterations, "
-          f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {s['n_pairs']} pairs; "
+          f"objective {_objective_text(s['objective'])}, {s['seconds']:.2f}s, {pairs}; "
           f"model written to {args.model}")
     _print_convergence(args, done.model)
     if args.report:
