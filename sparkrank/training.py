@@ -88,7 +88,7 @@ def train(
         Stopping tolerance (default: the solver's). TRON, NCG: relative gradient norm (1e-4;
         in the units-free preconditioned norm unless ``precondition=False``); BMRM: absolute
         gap (1e-3); TopPush: certified relative duality gap (1e-3).
-    counting : {"selection", "rbtree", "direct", "pairs"}
+    counting : {"selection", "rbtree", "direct", "pairs", "prsvm+"}
     max_iter : int, optional
         Cap on the solver's iterations (default: the solver's); ``tol`` and ``max_iter`` must
         be positive (a ``ValueError`` otherwise, before any engine pass).
