@@ -35,21 +35,26 @@ class HingeRisk(RegularizedRisk):
     pairs : {"all", "adjacent"}
         The pairs ``P`` of the loss (and ``N = |P|``): all pairs, or adjacent levels only
         (lee-lin2014 §5).
+    n_pairs : int, optional
+        ``N`` when the caller has counted it (:func:`~.pair_rules.training_pairs`).
     """
 
     lambda_form = RANKSVM_LAMBDA
     progress_stat = "support_pairs"
 
-    def __init__(self, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING, pairs: str = DEFAULT_PAIR_RULE):
+    def __init__(self, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING, pairs: str = DEFAULT_PAIR_RULE,
+                 *, n_pairs: int | None = None):
         self.kernel = HingeKernel(check_counting_method(counting), check_pair_rule(pairs))
-        self._setup(engine, count=training_pairs(engine, pairs), lam=lam, form="lambda")
+        count = training_pairs(engine, pairs) if n_pairs is None else n_pairs  # n_pairs: counted by the caller
+        self._setup(engine, count=count, lam=lam, form="lambda")
         self.n_pairs = self.count
 
     @classmethod
     def from_c(cls, engine: Engine, C: float, counting: str = DEFAULT_COUNTING,
                pairs: str = DEFAULT_PAIR_RULE) -> "HingeRisk":
         """The λ-form of LIBLINEAR's ``½‖w‖² + C Σ loss`` (same minimiser)."""
-        return cls(engine, cls.convert(training_pairs(engine, check_pair_rule(pairs)), C=C)[1], counting, pairs)
+        count = training_pairs(engine, check_pair_rule(pairs))
+        return cls(engine, cls.convert(count, C=C)[1], counting, pairs, n_pairs=count)
 
     def facts(self) -> dict:
         return pair_facts(self.kernel.pair_rule, self.n_pairs)
@@ -65,32 +70,35 @@ class SquaredHingeObjective(RegularizedRisk):
         Weight of the summed squared hinge (LIBLINEAR convention).
     counting : str
         Counting method.
-    pairs : {"all", "adjacent"}
-        The pairs of the loss: all pairs, or adjacent levels only (lee-lin2014 §5).
     precondition : bool
         Whether a solver will ask for :meth:`hessian_diagonal` (TRON's default): value passes
         then bring the diagonal's column moments along, so asking costs no pass of its own.
+    pairs : {"all", "adjacent"}
+        The pairs of the loss: all pairs, or adjacent levels only (lee-lin2014 §5).
+    n_pairs : int, optional
+        Their number when the caller has counted it (:func:`~.pair_rules.training_pairs`).
     """
 
     lambda_form = RANKSVM_LAMBDA
     progress_stat = "support_pairs"
 
     def __init__(self, engine: Engine, C: float, counting: str = DEFAULT_COUNTING, precondition: bool = True,
-                 pairs: str = DEFAULT_PAIR_RULE):
+                 pairs: str = DEFAULT_PAIR_RULE, *, n_pairs: int | None = None):
         counting, rule = check_counting_method(counting), check_pair_rule(pairs)
         self.kernel = SquaredHingeKernel(counting, rule)  # value (18) and gradient (19)
         self.hessian_kernel = SquaredHingeHessianKernel(counting, rule)  # generalized Hessian product (17)
         self.diagonal_kernel = SupportPairDiagonalKernel(counting, rule)
         # the value kernel that also gives the diagonal's weights, when a solver will ask for them
         self._value_and_diagonal_kernel = SquaredHingeDiagonalKernel(counting, rule) if precondition else None
-        self._setup(engine, count=training_pairs(engine, rule), C=C, form="C")
+        count = training_pairs(engine, rule) if n_pairs is None else n_pairs  # n_pairs: counted by the caller
+        self._setup(engine, count=count, C=C, form="C")
         self.n_pairs = self.count
 
     @classmethod
     def from_lambda(cls, engine: Engine, lam: float, counting: str = DEFAULT_COUNTING,
                     precondition: bool = True, pairs: str = DEFAULT_PAIR_RULE) -> "SquaredHingeObjective":
         count = training_pairs(engine, check_pair_rule(pairs))
-        return cls(engine, cls.convert(count, lam=lam)[0], counting, precondition, pairs)
+        return cls(engine, cls.convert(count, lam=lam)[0], counting, precondition, pairs, n_pairs=count)
 
     def facts(self) -> dict:
         return pair_facts(self.kernel.pair_rule, self.n_pairs)
