@@ -7,7 +7,7 @@ import numpy as np
 from _common import SHARED_DATA
 
 from sparkrank.data.block import RankingData
-from sparkrank.data.io import read_ranking_data
+from sparkrank.io.files import read_ranking_data
 
 MQ2008 = SHARED_DATA / "MQ2008" / "Fold1"
 CADATA = SHARED_DATA / "cadata" / "cadata"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sparkrank.cli import main
 from sparkrank.data.block import RankingData
-from sparkrank.data.io import write_parquet
+from sparkrank.io.files import write_parquet
 from sparkrank.datasets import make_ranking_data
 from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.spark import SparkEngine
