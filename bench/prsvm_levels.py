@@ -1,10 +1,10 @@
 """PRSVM+ against Tree-TRON as the number of relevance levels grows (lee-lin2014 Figures 5-6).
 
-    python bench/prsvm_levels.py [--rows 20000] [--C 1]
+    python bench/prsvm_levels.py [--rows 20000]
 
-TRON (L2-loss RankSVM) trained twice on each set, with ``--counting selection`` (Tree-TRON, the
-default) and ``--counting prsvm+`` (lee-lin2014 §3.1: every level against the rows above it,
-``O(levels x rows)`` per pass instead of ``O(rows log levels)``):
+TRON (L2-loss RankSVM, C = 2^-10) trained twice on each set, with ``--counting selection``
+(Tree-TRON, the default) and ``--counting prsvm+`` (lee-lin2014 §3.1: every level against the
+rows above it, ``O(levels x rows)`` per pass instead of ``O(rows log levels)``):
 
 * MQ2008 Fold1 train (3 grades per query: Figure 5's few levels) and cadata (one ranking of
   3,842 real-valued labels, min-max scaled: Figure 6's many levels), when the shared data is
