@@ -1,7 +1,7 @@
 """TopPush (li2014) and its top-k push: time vs m, and accuracy at the top vs RankSVM.
 
-    python bench/toppush.py [--part all|scaling|evidence] [--max-rows 1000000] [--iters 10]
-                            [--max-iter 300] [--compare-rows 20000]
+    python bench/toppush.py [--part all|scaling|evidence|projection] [--max-rows 1000000] [--iters 10]
+                            [--max-iter 300] [--compare-rows 20000] [--max-n 10000000]
 
 Scaling: one global bipartite ranking (driver-style single block, LocalEngine) on two
 synthetic data sets — ``a9a-like`` (123 binary features, 14 non-zeros per row, ~24%
@@ -18,9 +18,11 @@ L1 RankSVM (BMRM, capped at 100 cutting planes) and L2 RankSVM (TRON) trained wi
 same normalised regularisation ``λ = 1e-3`` (converted to each solver's C through
 :mod:`sparkrank.conventions`); test positives-at-top, AUC and precision@k.
 
-Projection: the top-k push's projection onto the capped dual set, one unit of n
-negatives (n/10 positives) for k = 1 (li2014's routine), 5%, 50% and all of n: the best of three
-times per element and the growth exponent in n (sort-free, expected linear: ≈ 1).
+Projection (``--part projection``): the top-k push's projection onto the capped dual set, one
+unit of n negatives (n/10 positives), n from 1e3 to ``--max-n`` (1e7), for k = 1, 1% of n, n/2
+and n: the best of three (two from 1e6 on) wall times of the solver's sort-free routine and of the
+sort-based one, each one's growth exponent in n (sort-free, expected linear: ≈ 1) and their
+ratio at the largest n.  Writes bench/results/toppush_projection.json.
 
 Evidence (``--part evidence``): on MQ2008 Fold1 (query groups; train / vali / test),
 a ``bench/_synthetic`` set as one global ranking (30,000 rows, 20 dense features, utility plus
@@ -55,6 +57,7 @@ from sparkrank.io.files import read_ranking_data  # noqa: E402
 from sparkrank.engines.local import LocalEngine  # noqa: E402
 from sparkrank.evaluation import evaluate_ranking  # noqa: E402
 from sparkrank.kernels.capped_projection import project_top_k_unit  # noqa: E402
+from sparkrank.kernels.capped_projection_sorted import project_top_k_unit_sorted  # noqa: E402
 from sparkrank.objectives.toppush import TopPushObjective  # noqa: E402
 from sparkrank.selection import tune  # noqa: E402
 from sparkrank.solvers.apg import apg  # noqa: E402
@@ -147,21 +150,45 @@ def compare(m: int, max_iter: int) -> list[dict]:
     return rows
 
 
+#: The projection's sizes n (negatives of one unit; n/10 positives) and its k at both ends and between.
+PROJECTION_SIZES = (1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+PROJECTION_KS = (("k=1", lambda n: 1), ("k=1%", lambda n: max(1, n // 100)), ("k=n/2", lambda n: n // 2),
+                 ("k=n", lambda n: n))
+
+
 def projection_scaling(max_n: int) -> dict:
-    """Seconds per element of one unit's projection onto Ω_k, and the growth exponent in n."""
+    """Seconds of one unit's projection onto Ω_k, sort-free vs sort-based, and the growth exponents in n.
+
+    The sort-free routine is the solver's (randomized pivots, expected linear time); the sort-based
+    one (:mod:`sparkrank.kernels.capped_projection_sorted`) sorts both blocks and walks the events.
+    Both give the same point (tests); the exponent of the sort-free one should be ≈ 1.
+    """
     rng = np.random.default_rng(0)
-    sizes = [n for n in (10_000, 100_000, 1_000_000) if n <= max(max_n, 10_000)]
+    sizes = [n for n in PROJECTION_SIZES if n <= max_n]
     rows = []
     for n in sizes:
-        a, b = rng.normal(size=n // 10), rng.normal(size=n)
+        a, b = rng.normal(size=max(1, n // 10)), rng.normal(size=n)
+        repeat = 3 if n < 1_000_000 else 2
         row = {"n": n}
-        for name, k in (("k=1", 1), ("k=5%", n // 20), ("k=50%", n // 2), ("k=n", n)):
-            seconds = best_time(lambda: project_top_k_unit(a, b, k, np.uint64(1)))
-            row[f"ns/elem {name}"] = seconds / (n + n // 10) * 1e9
+        for name, k_of in PROJECTION_KS:
+            k = k_of(n)
+            row[f"free {name} s"] = best_time(lambda: project_top_k_unit(a, b, k, np.uint64(1)), repeat)
+            row[f"sort {name} s"] = best_time(lambda: project_top_k_unit_sorted(a, b, k), repeat)
         rows.append(row)
         print(table([row], list(row)).splitlines()[-1], flush=True)
-    exponents = {key: growth_exponent(sizes, [r[key] * r["n"] for r in rows]) for key in rows[0] if key != "n"}
-    return {"rows": rows, "exponents": exponents}
+    exponents = {key: growth_exponent(sizes, [r[key] for r in rows]) for key in rows[0] if key != "n"}
+    speedup = {name: rows[-1][f"sort {name} s"] / rows[-1][f"free {name} s"] for name, _ in PROJECTION_KS}
+    return {"rows": rows, "exponents": exponents, "sorted_over_free_at_max_n": speedup}
+
+
+def print_projection(result: dict) -> None:
+    print(table(result["rows"], list(result["rows"][0])))
+    exponents = result["exponents"]
+    print("growth exponents in n (1 = linear): " + ", ".join(f"{k.replace(' s', '')} {v:.2f}"
+                                                           for k, v in exponents.items()))
+    n = result["rows"][-1]["n"]
+    print(f"sort-based / sort-free time at n = {n:g}: "
+          + ", ".join(f"{k} {v:.2f}x" for k, v in result["sorted_over_free_at_max_n"].items()))
 
 
 # --------------------------------------------------------------------------- evidence
@@ -262,11 +289,12 @@ def evidence() -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("all", "scaling", "evidence"), default="all")
+    ap.add_argument("--part", choices=("all", "scaling", "evidence", "projection"), default="all")
     ap.add_argument("--max-rows", type=int, default=1_000_000)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--max-iter", type=int, default=300)
     ap.add_argument("--compare-rows", type=int, default=20_000)
+    ap.add_argument("--max-n", type=int, default=10_000_000, help="the projection's largest unit")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     result: dict = {"lambda": LAMBDA, "iters_timed": args.iters, "max_iter": args.max_iter, "scaling": {}}
@@ -275,11 +303,13 @@ def main(argv=None) -> int:
     if args.part == "evidence":
         print("wrote", write_result("toppush_evidence", result["evidence"]))
         return 0
-    print("\n== projection onto the top-k push's dual set, one unit of n negatives and n/10 positives")
-    result["projection"] = projection_scaling(args.max_rows)
-    print(table(result["projection"]["rows"], list(result["projection"]["rows"][0])))
-    exponents = result["projection"]["exponents"]
-    print("growth exponents in n (1 = linear): " + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items()))
+    if args.part in ("all", "projection"):
+        print("\n== projection onto the top-k push's dual set, one unit of n negatives and n/10 positives")
+        result["projection"] = projection_scaling(args.max_n)
+        print_projection(result["projection"])
+    if args.part == "projection":
+        print("wrote", write_result("toppush_projection", result["projection"]))
+        return 0
     sizes = [m for m in (10_000, 30_000, 100_000, 300_000, 1_000_000, 3_000_000) if m <= args.max_rows]
     for kind in ("a9a-like", "dense"):
         print(f"\n== {kind}: one global ranking, time per iteration and to tol 1e-4 (cap {args.max_iter})")

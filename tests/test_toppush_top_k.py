@@ -94,6 +94,26 @@ def test_capped_projection_large_units_and_ties_at_the_kth_place(rng):
         _assert_projection(a, b, k, alpha, beta, tol=1e-8)
 
 
+def test_sort_based_projection_is_the_same_point(rng):
+    """The bench's O(n log n) baseline walks the events in sorted order: the KKT point again."""
+    from sparkrank.kernels.capped_projection_sorted import project_top_k_unit_sorted
+
+    for trial in range(300):
+        na, nb = int(rng.integers(1, 8)), int(rng.integers(1, 11))
+        kind = ("normal", "ties", "zeros", "shifted")[trial % 4]
+        a, b = _point(rng, na, kind), _point(rng, nb, kind)
+        k = (1, nb, int(rng.integers(1, nb + 1)))[trial % 3]
+        alpha, beta = project_top_k_unit_sorted(a, b, k)
+        _assert_projection(a, b, k, alpha, beta)
+        free_a, free_b, _ = project_top_k_unit(a, b, k, np.uint64(trial + 1))
+        np.testing.assert_allclose(alpha, free_a, atol=1e-12 * max(1.0, np.abs(a).max()))
+        np.testing.assert_allclose(beta, free_b, atol=1e-12 * max(1.0, np.abs(b).max()))
+    for n, k in [(3000, 1), (3000, 40), (3000, 1500), (3000, 3000)]:
+        a, b = rng.normal(size=n // 4), np.round(rng.normal(size=n), 1)  # ties at the k-th place
+        alpha, beta = project_top_k_unit_sorted(a, b, k)
+        _assert_projection(a, b, k, alpha, beta, tol=1e-8)
+
+
 def test_k_equal_1_is_li2014s_projection(rng):
     for trial in range(200):
         na, nb = int(rng.integers(1, 8)), int(rng.integers(1, 8))
