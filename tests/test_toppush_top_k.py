@@ -326,6 +326,30 @@ def test_noisy_set_k1_gives_w0_with_the_reason_and_the_default_does_not():
     assert not warn and line.startswith("converged: toppush")
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_w0_exactly_while_the_positives_mean_is_in_the_negatives_reduced_hull(seed):
+    """Global scope: w = 0 is optimal iff μ⁺ ∈ {X⁻ᵀβ : 0 ≤ β ≤ 1/k, Σβ = 1} (the hulls shrink with k;
+    bench/_toppush_evidence.w0_threshold), so the largest such k is 1/u* of one LP."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(seed)
+    X = rng.random((1500, 5))
+    u = X @ np.array([2.0, 1.0, -1.0, 0.5, 0.0])
+    y = (u + 0.6 * u.std() * rng.normal(size=1500) > np.quantile(u, 0.8)).astype(float)
+    pos = y > 0
+    neg, n = X[~pos], int(np.sum(~pos))
+    lp = linprog(np.r_[np.zeros(n), 1.0], A_ub=sp.hstack([sp.eye(n), -np.ones((n, 1))]).tocsr(), b_ub=np.zeros(n),
+                 A_eq=np.hstack([np.vstack([neg.T, np.ones((1, n))]), np.zeros((6, 1))]),
+                 b_eq=np.r_[X[pos].mean(axis=0), 1.0], bounds=[(0, None)] * (n + 1), method="highs")
+    k_star = 1.0 / lp.x[-1]
+    data = RankingData.from_arrays(X, y)
+    for k, ranks in ((int(np.floor(k_star)), False), (int(np.ceil(1.25 * k_star)), True)):
+        model = train(data, solver="toppush", solver_options={"scope": "global", "top_fraction": k / n})
+        assert model.summary["converged"] and bool(np.any(model.weights)) == ranks
+        assert model.summary.get("zero_solution", False) != ranks
+
+
 # --------------------------------------------------------------------------- engines
 
 
