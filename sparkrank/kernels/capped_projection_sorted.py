@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .capped_projection import _finish
+from .capped_projection import solve_final_sets
 
 __all__ = ["project_top_k_unit_sorted"]
 
@@ -110,5 +110,5 @@ def project_top_k_unit_sorted(a, b, k):
             SU -= B[iu]
             SM += B[iu]
     min_hi = B[iu - 1] if iu > 0 else np.inf
-    _finish(k, SA, nA, SU, iu, SM, il - iu, min_hi, a, b, alpha, beta)
+    solve_final_sets(k, SA, nA, SU, iu, SM, il - iu, min_hi, a, b, alpha, beta)
     return alpha, beta
