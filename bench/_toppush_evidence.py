@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import SHARED_DATA, table
+from _common import SHARED_DATA, table, write_result
 
 from sparkrank.data.block import RankingData
 from sparkrank.io.files import read_ranking_data
@@ -130,8 +130,12 @@ def evidence_for(name: str, split: Split, first: bool) -> list[dict]:
              ("L2 RankSVM, tuned", "tron", RANKSVM_TUNE_C, {})]
     for how, solver, grid, options in tuned:
         t = time.perf_counter()
-        result = tune(split.train, valid=split.valid, solver=solver, C_grid=list(grid), metric=EVIDENCE_METRIC,
-                      solver_options=options, train_options={"standardization": split.std})
+        try:
+            result = tune(split.train, valid=split.valid, solver=solver, C_grid=list(grid), metric=EVIDENCE_METRIC,
+                          solver_options=options, train_options={"standardization": split.std})
+        except Exception as e:  # a solver's failure is a result too: record it and go on
+            _report(rows, {"set": name, "split": split.label, "method": how, "error": f"{type(e).__name__}: {e}"})
+            continue
         row = _scored(name, split, how, result.model, time.perf_counter() - t)
         row["valid_pos_at_top"] = result.best_row.metric
         _report(rows, row)
@@ -141,13 +145,14 @@ def evidence_for(name: str, split: Split, first: bool) -> list[dict]:
 def summarize(rows: list[dict]) -> dict:
     """Means over a set's splits, and per top-k row the splits where it beats both tuned RankSVMs."""
     splits = sorted({r["split"] for r in rows}, key=[r["split"] for r in rows].index)
-    by = {(r["split"], r["method"]): r for r in rows}
+    by = {(r["split"], r["method"]): r for r in rows if "error" not in r}
     methods = sorted({r["method"] for r in rows}, key=[r["method"] for r in rows].index)
     means = {m: {k: float(np.mean([by[s, m][k] for s in splits if (s, m) in by])) for k in METRICS}
-             for m in methods}
+             for m in methods if any((s, m) in by for s in splits)}
     wins = {}
     for m in TOPK_ROWS:
-        best_svm = [max(by[s, svm]["test_pos_at_top"] for svm in SVM_ROWS) for s in splits]
+        best_svm = [max((by[s, svm]["test_pos_at_top"] for svm in SVM_ROWS if (s, svm) in by), default=0.0)
+                    for s in splits]
         wins[m] = {"more_pos_at_top_than_both": sum(by[s, m]["test_pos_at_top"] > b for s, b in zip(splits, best_svm)),
                    "splits": len(splits),
                    "ratio_to_best_ranksvm": [by[s, m]["test_pos_at_top"] / b if b else None
@@ -168,7 +173,8 @@ def evidence() -> dict:
                   f"rows, scope {split.scope}, standardization {split.std}")
             print("  ".join(COLUMNS))
             rows += evidence_for(name, split, first=i == 0)
-        out["sets"][name] = {"rows": rows, **summarize(rows)}
+            out["sets"][name] = {"rows": rows, **summarize(rows)}
+            write_result("toppush_evidence", out)  # what is measured so far survives a later failure
         all_rows += rows
     print("\n== accuracy at the top on the test splits")
     print(table(all_rows, COLUMNS))
