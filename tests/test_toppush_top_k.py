@@ -94,6 +94,26 @@ def test_capped_projection_large_units_and_ties_at_the_kth_place(rng):
         _assert_projection(a, b, k, alpha, beta, tol=1e-8)
 
 
+def test_sort_based_projection_is_the_same_point(rng):
+    """The bench's O(n log n) baseline walks the events in sorted order: the KKT point again."""
+    from sparkrank.kernels.capped_projection_sorted import project_top_k_unit_sorted
+
+    for trial in range(300):
+        na, nb = int(rng.integers(1, 8)), int(rng.integers(1, 11))
+        kind = ("normal", "ties", "zeros", "shifted")[trial % 4]
+        a, b = _point(rng, na, kind), _point(rng, nb, kind)
+        k = (1, nb, int(rng.integers(1, nb + 1)))[trial % 3]
+        alpha, beta = project_top_k_unit_sorted(a, b, k)
+        _assert_projection(a, b, k, alpha, beta)
+        free_a, free_b, _ = project_top_k_unit(a, b, k, np.uint64(trial + 1))
+        np.testing.assert_allclose(alpha, free_a, atol=1e-12 * max(1.0, np.abs(a).max()))
+        np.testing.assert_allclose(beta, free_b, atol=1e-12 * max(1.0, np.abs(b).max()))
+    for n, k in [(3000, 1), (3000, 40), (3000, 1500), (3000, 3000)]:
+        a, b = rng.normal(size=n // 4), np.round(rng.normal(size=n), 1)  # ties at the k-th place
+        alpha, beta = project_top_k_unit_sorted(a, b, k)
+        _assert_projection(a, b, k, alpha, beta, tol=1e-8)
+
+
 def test_k_equal_1_is_li2014s_projection(rng):
     for trial in range(200):
         na, nb = int(rng.integers(1, 8)), int(rng.integers(1, 8))
@@ -304,6 +324,30 @@ def test_noisy_set_k1_gives_w0_with_the_reason_and_the_default_does_not():
     assert default.summary["converged"] and default.summary["stopping_value"] <= 1e-3
     line, warn = convergence_report(default)
     assert not warn and line.startswith("converged: toppush")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_w0_exactly_while_the_positives_mean_is_in_the_negatives_reduced_hull(seed):
+    """Global scope: w = 0 is optimal iff μ⁺ ∈ {X⁻ᵀβ : 0 ≤ β ≤ 1/k, Σβ = 1} (the hulls shrink with k;
+    bench/_toppush_evidence.w0_threshold), so the largest such k is 1/u* of one LP."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(seed)
+    X = rng.random((1500, 5))
+    u = X @ np.array([2.0, 1.0, -1.0, 0.5, 0.0])
+    y = (u + 0.6 * u.std() * rng.normal(size=1500) > np.quantile(u, 0.8)).astype(float)
+    pos = y > 0
+    neg, n = X[~pos], int(np.sum(~pos))
+    lp = linprog(np.r_[np.zeros(n), 1.0], A_ub=sp.hstack([sp.eye(n), -np.ones((n, 1))]).tocsr(), b_ub=np.zeros(n),
+                 A_eq=np.hstack([np.vstack([neg.T, np.ones((1, n))]), np.zeros((6, 1))]),
+                 b_eq=np.r_[X[pos].mean(axis=0), 1.0], bounds=[(0, None)] * (n + 1), method="highs")
+    k_star = 1.0 / lp.x[-1]
+    data = RankingData.from_arrays(X, y)
+    for k, ranks in ((int(np.floor(k_star)), False), (int(np.ceil(1.25 * k_star)), True)):
+        model = train(data, solver="toppush", solver_options={"scope": "global", "top_fraction": k / n})
+        assert model.summary["converged"] and bool(np.any(model.weights)) == ranks
+        assert model.summary.get("zero_solution", False) != ranks
 
 
 # --------------------------------------------------------------------------- engines

@@ -332,12 +332,12 @@ def _search(k, UA, na, SA, nA, UB, TB, nb, SU, nU, SM, nM, min_hi, s_lo, s_hi, p
             TB[keep] = TB[j]
             keep += 1
         nb = keep
-    _finish(k, SA, nA, SU, nU, SM, nM, min_hi, a, b, alpha, beta)
+    solve_final_sets(k, SA, nA, SU, nU, SM, nM, min_hi, a, b, alpha, beta)
     return seed
 
 
 @njit(cache=True)
-def _finish(k, SA, nA, SU, nU, SM, nM, min_hi, a, b, alpha, beta):
+def solve_final_sets(k, SA, nA, SU, nU, SM, nM, min_hi, a, b, alpha, beta):
     """``(c, γ, θ)`` from the final sets' two linear equations (module docstring); ``α``, ``β``."""
     if nM == 0:  # |U| = k: β = c on U (γ chosen so that clip(b + γ, 0, c) = c there)
         c = (SA + nA * SU / k) / (k + nA)

@@ -58,14 +58,19 @@ from .base import RegularizedRisk
 log = logging.getLogger("sparkrank.toppush")
 
 #: The solver's default top fraction τ and C (``train``, the CLI, ``LinearRanker``; the objective's own
-#: τ stays 0), chosen on validation splits (``bench/toppush.py``, README "TopPush"): on MQ2008 Fold1
-#: τ ≤ 0.1 still gives w = 0 (its queries have ~15 negatives: k = 1 or 2) and τ = 0.3 had the most
-#: positives at the top of vali.txt at every C tried (1/16, 1/4, 1); on the two global rankings
-#: τ from 0.05 to 1 were within the metric's noise of each other.  C = 1/16 was as good as 1/4 and 1
-#: and certifies its optimum in 2-4x fewer iterations (cadata at τ ≤ 0.2, C = 1 did not within 5000).
+#: τ stays 0), chosen on validation splits (``bench/toppush.py``, docs/benchmarks.md "TopPush at the top
+#: of the list"): on MQ2008 Fold1 τ ≤ 0.1 still gives w = 0 (its queries have ~15 negatives: k = 1 or 2)
+#: and τ = 0.3 had the most positives at the top of vali.txt at every C tried (1/16, 1/4, 1).  On one
+#: global ranking the optimum is w = 0 for every k up to k*, where the positives' mean leaves the
+#: negatives' reduced convex hull (one LP, ``--part w0-threshold``): k*/n⁻ = 0.036–0.039 on the noisy
+#: synthetic set and 0.030–0.033 on cadata above its median, so a small k (or τ) cannot rank there and
+#: a fraction, not a count, is the right unit; above it no τ from 0.05 to 1 was consistently better on
+#: the validation splits.  C = 1/16 was as good as 1/4 and 1 and certifies its optimum in 2-4x fewer
+#: iterations (cadata at τ ≤ 0.3, C ≥ 1/4 often did not within 5000).
 DEFAULT_TOP_FRACTION = 0.3
 DEFAULT_TOPPUSH_C = 0.0625
-#: The top fractions ``tune`` tries with every C when none is given.
+#: The top fractions ``tune`` tries with every C when none is given (0.05 is the first above the global
+#: sets' w = 0 threshold; smaller values only add fits that end at w = 0, the slowest to certify).
 TOP_FRACTION_TUNE_VALUES = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 
