@@ -12,7 +12,7 @@ from .engines.base import Engine
 from .engines.registry import engine_for
 from .kernels.counting import check_counting_method
 from .model import RankingModel
-from .objectives.base import Objective
+from .objectives.base import Objective, pair_weight
 from .objectives.ranksvm import HingeRisk
 from .solvers.registry import solver_spec
 from .solvers.callbacks import EngineProgress, compose
@@ -32,7 +32,9 @@ def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = 
         if not solver_spec(solver).takes_lambda:
             raise ValueError(f"lambda is the RankSVM (BMRM) λ; give C for solver {solver!r} "
                              "(see sparkrank.conventions for its own λ)")
-        return HingeRisk.convert(engine.summary.n_pairs, lam=lam)[0]  # BMRM's λ (conventions.RANKSVM_LAMBDA)
+        # BMRM's λ (conventions.RANKSVM_LAMBDA) over the pairs, or their weight (data/weights.py)
+        return HingeRisk.convert(pair_weight(engine) if engine.summary.weighted else engine.summary.n_pairs,
+                                 lam=lam)[0]
     return solver_spec(solver).default_C if C is None else float(C)
 
 
