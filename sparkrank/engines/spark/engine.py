@@ -41,6 +41,7 @@ import numpy as np
 
 from ...choices import PLACEMENTS
 from ...data.block import DataError
+from ...data.weights import WeightColumns
 from ...io.spark.columns import feature_spec
 from ...io.spark.errors import ClusterError
 from ...kernels.base import ScoreKernel
@@ -134,6 +135,9 @@ class SparkEngine(StoreBuilding, Engine):
     size_hint : sparkrank.data.memory.DataShape, optional
         The input's shape as its source tells it before reading (rows, features, stored
         entries), for the default partition count when ``df`` is not a plain Parquet scan.
+    weight_col, group_weight_col : str, optional
+        Row and group weight columns (:mod:`sparkrank.data.weights`), read and checked as the
+        blocks are built and kept with their groups.
 
     Raises
     ------
@@ -158,6 +162,8 @@ class SparkEngine(StoreBuilding, Engine):
         parquet_files: list[str] | None = None,
         row_locator=None,
         size_hint=None,
+        weight_col: str | None = None,
+        group_weight_col: str | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -179,6 +185,10 @@ class SparkEngine(StoreBuilding, Engine):
         if qid_col is not None and qid_col not in names:
             qid_col = None
         self.label_col, self.qid_col = label_col, qid_col
+        for col in (weight_col, group_weight_col):
+            if col is not None and col not in names:
+                raise DataError(f"no weight column {col!r}; columns are {', '.join(names)}")
+        self.weights = WeightColumns(weight_col, group_weight_col)  # data/weights.py
         self.spec = feature_spec(df, features_col)
         if placement == "auto":
             placement = "executor" if qid_col else "driver"
@@ -210,7 +220,7 @@ class SparkEngine(StoreBuilding, Engine):
 
     #: What an engine derived from this one (a fold view, :mod:`sparkrank.engines.spark.folds`)
     #: shares with it: the session, the columns, the placement and the block layout.
-    SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "spec",
+    SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "weights", "spec",
                        "placement", "num_partitions", "dtype", "aggregation_depth", "tile_bytes", "_source_df",
                        "_row_locator", "_df", "_auto_partitions", "_session_memory")
 
