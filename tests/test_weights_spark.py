@@ -70,3 +70,14 @@ def test_a_missing_weight_column_is_named(spark, weighted):
     path, _ = weighted
     with pytest.raises(DataError, match="no weight column 'w'"):
         SparkEngine(spark.read.parquet(path), weight_col="w")
+
+
+def test_linear_ranker_weight_columns_give_the_local_model(spark, weighted):
+    from sparkrank.ml import LinearRanker, release_blocks
+
+    path, data = weighted
+    ranker = LinearRanker(featuresCol="features", groupCol="qid", weightCol="wt", groupWeightCol="gwt",
+                          solver="tron", C=0.05, reuseBlocks=False)
+    model = ranker.fit(spark.read.parquet(path))
+    release_blocks()
+    np.testing.assert_array_equal(model.rankingModel.weights, train(data, solver="tron", C=0.05).weights)

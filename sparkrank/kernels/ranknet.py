@@ -97,9 +97,10 @@ def _sigmoid(z):
 
 
 @njit(cache=True, nogil=True)
-def _exact_pairs_weighted(scores, label_rank, offsets, n_levels, want_coef, coef, weights, factors):
-    """:func:`_exact_pairs` with each pair ``(i, j)`` weighed by ``factors[i]·weights[j]``
-    (``b_q·a_i·a_j``)."""
+def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef, weights=None, factors=None):
+    """Exact ``Σ_P -log σ(p_u - p_l)`` and (optionally) its derivative; O(pairs).  With row
+    ``weights`` each pair ``(i, j)`` weighs ``factors[i]·weights[j]`` (``b_q·a_i·a_j``); without,
+    1.0 (a product by 1.0 is exact: the unweighted sums keep their bits)."""
     loss = 0.0
     for g in range(offsets.shape[0] - 1):
         if n_levels[g] < 2:
@@ -112,33 +113,12 @@ def _exact_pairs_weighted(scores, label_rank, offsets, n_levels, want_coef, coef
             for j in range(lo, hi):
                 if ri > label_rank[j]:
                     z = pi - scores[j]  # i above j
-                    pair = factors[i] * weights[j]
+                    pair = 1.0
+                    if weights is not None:
+                        pair = factors[i] * weights[j]
                     loss += pair * _softplus_neg(z)
                     if want_coef:
-                        s = pair * _sigmoid(-z)
-                        coef[i] -= s
-                        coef[j] += s
-    return loss
-
-
-@njit(cache=True, nogil=True)
-def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef):
-    """Exact ``Σ_P -log σ(p_u - p_l)`` and (optionally) its derivative; O(pairs)."""
-    loss = 0.0
-    for g in range(offsets.shape[0] - 1):
-        if n_levels[g] < 2:
-            continue
-        lo = offsets[g]
-        hi = offsets[g + 1]
-        for i in range(lo, hi):
-            ri = label_rank[i]
-            pi = scores[i]
-            for j in range(lo, hi):
-                if ri > label_rank[j]:
-                    z = pi - scores[j]  # i above j
-                    loss += _softplus_neg(z)
-                    if want_coef:
-                        s = _sigmoid(-z)  # d/dz -log σ(z) = -σ(-z)
+                        s = pair * _sigmoid(-z)  # d/dz -log σ(z) = -σ(-z)
                         coef[i] -= s
                         coef[j] += s
     return loss
@@ -268,8 +248,7 @@ class RankNetKernel(ScoreKernel):
         if self.gradient == "direct" or self.value:
             want = self.gradient == "direct"
             args = (scores, rank, groups.offsets, groups.n_levels, want, coef if want else np.zeros(0))
-            loss = _exact_pairs(*args) if factors is None else _exact_pairs_weighted(*args, groups.row_weights,
-                                                                                        factors)
+            loss = _exact_pairs(*args) if factors is None else _exact_pairs(*args, groups.row_weights, factors)
         if self.gradient == "fast":
             prm = erfc_sum_parameters(self.epsilon)
             check_grid_span(SIGMOID_ERFC_SCALE * scores, prm.r_x, "scores")
