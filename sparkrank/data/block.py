@@ -15,14 +15,11 @@ import numpy as np
 
 from ..choices import FEATURE_LAYOUTS, check_choice
 from ..numerics.linalg import is_sparse
+from .errors import DataError
 from .groups import QueryGroups
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-
-class DataError(ValueError):
-    """Bad input data; the message names the row and/or column."""
 
 
 #: The one rule for rows that may be dropped on request (``drop_invalid_rows=True``,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .block import DataError
+from .errors import DataError
 
 #: The requirement every weight meets (in each error message).
 WEIGHT_RULE = "weights must be finite and non-negative"
