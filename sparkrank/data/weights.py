@@ -90,6 +90,13 @@ class WeightColumns:
     def __bool__(self) -> bool:
         return bool(self.row or self.group)
 
+    def present_in(self, names) -> "WeightColumns":
+        """These columns, when each is one of ``names`` (else a :class:`DataError` naming it)."""
+        for col in self.columns:
+            if col not in names:
+                raise DataError(f"no weight column {col!r}; columns are {', '.join(names)}")
+        return self
+
     def arrays(self, table, *, where: str | None = None, first_row: int = 0) -> tuple:
         """``(row weights, group weights per row)`` of an Arrow table (``None`` for a column not
         given), each checked (:func:`check_weights`; a null is an error too)."""

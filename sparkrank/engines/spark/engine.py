@@ -103,8 +103,8 @@ class SparkEngine(StoreBuilding, Engine):
     df : pyspark.sql.DataFrame
         One row per item: a label column, optionally a group-id column, and features as a
         Spark ML vector, an array column, or ``indices``/``values`` list columns.
-    label_col, qid_col, features_col : str
-        Column names; ``qid_col=None`` (or a missing column) means one global ranking.
+    label_col, qid_col, features_col, weight_col, group_weight_col : str
+        Column names; ``qid_col=None`` (or a missing column) means one global ranking; weights: data/weights.py.
     placement : {"auto", "executor", "driver"}
         Where the kernel runs; ``auto`` = executor when there are group ids.
     num_partitions : int, optional
@@ -135,9 +135,6 @@ class SparkEngine(StoreBuilding, Engine):
     size_hint : sparkrank.data.memory.DataShape, optional
         The input's shape as its source tells it before reading (rows, features, stored
         entries), for the default partition count when ``df`` is not a plain Parquet scan.
-    weight_col, group_weight_col : str, optional
-        Row and group weight columns (:mod:`sparkrank.data.weights`), read and checked as the
-        blocks are built and kept with their groups.
 
     Raises
     ------
@@ -162,8 +159,7 @@ class SparkEngine(StoreBuilding, Engine):
         parquet_files: list[str] | None = None,
         row_locator=None,
         size_hint=None,
-        weight_col: str | None = None,
-        group_weight_col: str | None = None,
+        weight_col: str | None = None, group_weight_col: str | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -185,10 +181,7 @@ class SparkEngine(StoreBuilding, Engine):
         if qid_col is not None and qid_col not in names:
             qid_col = None
         self.label_col, self.qid_col = label_col, qid_col
-        for col in (weight_col, group_weight_col):
-            if col is not None and col not in names:
-                raise DataError(f"no weight column {col!r}; columns are {', '.join(names)}")
-        self.weights = WeightColumns(weight_col, group_weight_col)  # data/weights.py
+        self.weights = WeightColumns(weight_col, group_weight_col).present_in(names)  # data/weights.py
         self.spec = feature_spec(df, features_col)
         if placement == "auto":
             placement = "executor" if qid_col else "driver"
