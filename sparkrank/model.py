@@ -271,7 +271,8 @@ class RankingModel:
 _FIELD_TYPES = {"solver": (str,), "C": (int, float), "lam": (int, float, type(None)),
                 "tol": (int, float, type(None)), "counting": (str,), "options": (dict, type(None)),
                 "summary": (dict, type(None)), "created": (str, type(None))}
-_SUMMARY_TYPES = {"feature_cols": (list, type(None)), "history": (list, type(None)), "engine": (str, type(None))}
+_SUMMARY_TYPES = {"feature_cols": (list, type(None)), "history": (list, type(None)), "engine": (str, type(None)),
+                  "weight_col": (str, type(None)), "group_weight_col": (str, type(None))}
 
 
 def _check_field_types(d: dict[str, Any], source: str) -> None:

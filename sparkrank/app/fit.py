@@ -78,6 +78,9 @@ def remember_source(model: RankingModel, backend: Backend, source) -> None:
     model.summary["engine"] = backend.name
     if source.columns.feature_cols:
         model.summary["feature_cols"] = list(source.columns.feature_cols)
+    for key, col in (("weight_col", source.columns.weights.row), ("group_weight_col", source.columns.weights.group)):
+        if col:  # informational: predict and evaluate need no weights
+            model.summary[key] = col
 
 
 def _compose(callbacks: list):

@@ -13,6 +13,7 @@ from typing import Sequence
 from .. import defaults
 from ..engines.backend import Backend, EngineSettings
 from ..engines.registry import backend, choose_engine, evaluates_spark_sql
+from ..data.weights import WeightColumns
 from ..io.sources import ColumnSpec
 
 log = logging.getLogger("sparkrank")
@@ -37,6 +38,8 @@ class InputSettings:
         ``qid_col`` may name several columns, comma-separated; ``""`` is one global ranking.
     feature_cols : tuple of str
         Named numeric feature columns (each item may hold several, comma-separated).
+    weight_col, group_weight_col : str, optional
+        Row and group weight columns (:mod:`sparkrank.data.weights`).
     """
 
     uris: tuple[str, ...]
@@ -47,6 +50,8 @@ class InputSettings:
     qid_col: str = "qid"
     features_col: str = "features"
     feature_cols: tuple[str, ...] = ()
+    weight_col: str | None = None
+    group_weight_col: str | None = None
 
     def columns(self, model=None) -> ColumnSpec:
         """The column roles; a model's remembered feature columns by default (a different
@@ -58,7 +63,8 @@ class InputSettings:
             raise ValueError(f"the model was trained on --feature-cols {' '.join(remembered)}; "
                              f"--feature-cols {' '.join(given)} differs")
         return ColumnSpec(self.label_col, ColumnSpec.parse_group(self.qid_col), self.features_col,
-                          tuple(given or remembered or ()))
+                          tuple(given or remembered or ()),
+                          weights=WeightColumns(self.weight_col, self.group_weight_col))
 
 
 @dataclass(frozen=True)

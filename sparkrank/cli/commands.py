@@ -21,7 +21,9 @@ def _inputs(args, uris=None) -> app.InputSettings:
     return app.InputSettings(tuple(uris or args.input), format=args.format, where=sql or args.where,
                              where_sql=bool(sql),
                              label_col=args.label_col, qid_col=args.qid_col, features_col=args.features_col,
-                             feature_cols=tuple(args.feature_cols or ()))
+                             feature_cols=tuple(args.feature_cols or ()),
+                             weight_col=getattr(args, "weight_col", None) or None,
+                             group_weight_col=getattr(args, "group_weight_col", None) or None)
 
 
 def _run(args) -> app.RunSettings:

@@ -107,6 +107,12 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
     g.add_argument("--feature-cols", nargs="+", metavar="COL",
                    help="numeric columns to use as features, separated by spaces or commas as --qid-col "
                         "(remembered in the model: predict and evaluate need no repetition)")
+    g.add_argument("--weight-col", metavar="COL",
+                   help="row weights a >= 0: every pair (i, j) weighs a_i*a_j, as if row i were repeated a_i "
+                        "times (Parquet/CSV; 0 drops the row's pairs)")
+    g.add_argument("--group-weight-col", metavar="COL",
+                   help="group weights b >= 0, the same on every row of a group: every pair of group q weighs "
+                        "b_q, as if the group were repeated b_q times")
     g.add_argument("--max-features", type=POSITIVE_INT, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
                         "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")

@@ -15,14 +15,11 @@ import numpy as np
 
 from ..choices import FEATURE_LAYOUTS, check_choice
 from ..numerics.linalg import is_sparse
+from .errors import DataError
 from .groups import QueryGroups
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-
-class DataError(ValueError):
-    """Bad input data; the message names the row and/or column."""
 
 
 #: The one rule for rows that may be dropped on request (``drop_invalid_rows=True``,
@@ -139,6 +136,8 @@ class RankingData:
         dtype: type = np.float64,
         n_features: int | None = None,
         layout: str = "sparse",
+        row_weights: Sequence[float] | np.ndarray | None = None,
+        group_weights: Sequence[float] | np.ndarray | None = None,
     ) -> "RankingData":
         """Validate and group rows.
 
@@ -156,6 +155,11 @@ class RankingData:
         layout : {"sparse", "auto", "dense"}
             Store ``X`` as CSR (default), as given (a 2-D ndarray stays dense rows, anything
             else CSR), or as dense rows.
+        row_weights : array-like (m,), optional
+            Weight ``a_i ≥ 0`` of each row (:mod:`sparkrank.data.weights`: the model of the
+            data with row ``i`` repeated ``a_i`` times).
+        group_weights : array-like (m,), optional
+            Weight ``b_q ≥ 0`` of each row's group, the same on every row of a group.
         """
         if dtype not in (np.float64, np.float32):
             raise DataError(f"dtype must be float64 or float32, got {dtype!r}")
@@ -195,7 +199,10 @@ class RankingData:
         if order is not None:
             X = X[order]
             y = y[order]
-        return cls(X, QueryGroups.from_offsets(y, offsets), qids, order)
+        groups = QueryGroups.from_offsets(y, offsets)
+        if row_weights is not None or group_weights is not None:
+            groups = _weighted(groups, row_weights, group_weights, order)
+        return cls(X, groups, qids, order)
 
     @property
     def row_order(self) -> np.ndarray:
@@ -230,6 +237,21 @@ class RankingData:
         out = np.empty_like(values)
         out[self.row_order] = values
         return out
+
+
+def _weighted(groups: QueryGroups, row_weights, group_weights, order: np.ndarray | None) -> QueryGroups:
+    """``groups`` with the caller's per-row weight arrays (input order) checked and stored."""
+    from .weights import check_weights, group_weights_of_rows
+
+    def stored(values, name):
+        a = check_weights(values, name)
+        if a.shape[0] != groups.n_rows:
+            raise DataError(f"{groups.n_rows} rows but {a.shape[0]} {name}s")
+        return a if order is None else a[order]
+    a = None if row_weights is None else stored(row_weights, "row weight")
+    b = None if group_weights is None else group_weights_of_rows(
+        stored(group_weights, "group weight"), groups.offsets, "group weight", rows=order)
+    return groups.with_weights(a, b)
 
 
 def _group_rows(q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:

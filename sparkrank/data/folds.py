@@ -107,6 +107,8 @@ def take_groups(data: RankingData, group_index: np.ndarray) -> RankingData:
     # row r of new group j is old row offsets[g_j] + (r - new_offsets[j])
     rows = np.repeat(offsets[group_index] - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
     groups = QueryGroups.from_offsets(data.labels[rows], new_offsets)
+    if data.groups.weighted:  # each kept row and group keeps its weight
+        groups = groups.with_weights(data.groups.row_weights[rows], data.groups.group_weights[group_index])
     qids = None if data.qids is None else data.qids[group_index]
     # the subset's own input order: the rank of each kept row's original position
     return RankingData(data.X[rows], groups, qids, np.argsort(np.argsort(data.row_order[rows])))

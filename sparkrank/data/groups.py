@@ -7,9 +7,10 @@ keep the label, and its *dense rank* among the distinct labels of its own group
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class QueryGroups:
         Number of distinct labels in each group.
     pairs_per_group : int64 array (G,)
         ``|{(u, l): y_u > y_l}|`` inside each group.
+    row_weights : float64 array (m,) or None
+        Weight ``a_i ≥ 0`` of each row (:mod:`sparkrank.data.weights`); ``None``: unweighted.
+    group_weights : float64 array (G,) or None
+        Weight ``b_q ≥ 0`` of each group; ``None``: unweighted.  A pair ``(u, l)`` of group
+        ``q`` weighs ``b_q·a_u·a_l`` (the data with integer weights repeated that often).
     """
 
     labels: np.ndarray
@@ -35,6 +41,8 @@ class QueryGroups:
     label_rank: np.ndarray
     n_levels: np.ndarray
     pairs_per_group: np.ndarray
+    row_weights: np.ndarray | None = None
+    group_weights: np.ndarray | None = None
 
     @classmethod
     def from_offsets(cls, labels: np.ndarray, offsets: np.ndarray) -> "QueryGroups":
@@ -77,6 +85,40 @@ class QueryGroups:
         labels = np.asarray(labels, dtype=np.float64)
         return cls.from_offsets(labels, np.array([0, labels.shape[0]], dtype=np.int64))
 
+    def with_weights(self, row_weights: np.ndarray | None, group_weights: np.ndarray | None) -> "QueryGroups":
+        """These groups with row and/or group weights (either may be ``None``; both ``None``:
+        unweighted).  A weighted structure always holds both arrays (ones where not given), so
+        kernels test :attr:`weighted` once; the weights must be checked already
+        (:func:`sparkrank.data.weights.check_weights`)."""
+        if row_weights is None and group_weights is None:
+            return replace(self, row_weights=None, group_weights=None)
+        a = np.ones(self.n_rows) if row_weights is None else np.ascontiguousarray(row_weights, dtype=np.float64)
+        b = np.ones(self.n_groups) if group_weights is None else np.ascontiguousarray(group_weights, dtype=np.float64)
+        if a.shape != (self.n_rows,) or b.shape != (self.n_groups,):
+            raise ValueError(f"{a.shape[0]} row weights and {b.shape[0]} group weights for "
+                             f"{self.n_rows} rows in {self.n_groups} groups")
+        return replace(self, row_weights=a, group_weights=b)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether rows or groups carry weights (:meth:`with_weights`)."""
+        return self.row_weights is not None
+
+    def row_factors(self) -> np.ndarray:
+        """``b_q·a_i`` of every row: what a row's own terms are multiplied by (its partners'
+        terms carry their ``a_j``).  Ones when unweighted."""
+        if not self.weighted:
+            return np.ones(self.n_rows)
+        return np.repeat(self.group_weights, self.group_sizes) * self.row_weights
+
+    def pair_weights_per_group(self) -> np.ndarray:
+        """``Σ_{(u,l)∈P_q} b_q a_u a_l`` of each group, the weighted :attr:`pairs_per_group`:
+        per level ``r`` of a group, its rows' weight ``A_r`` times the weight of the rows of the
+        levels below it, summed in level order (float64; the counts themselves when unweighted)."""
+        if not self.weighted:
+            return self.pairs_per_group.astype(np.float64)
+        return _weighted_pairs(self.row_weights, self.label_rank, self.offsets, self.n_levels) * self.group_weights
+
     @property
     def n_rows(self) -> int:
         return int(self.labels.shape[0])
@@ -112,4 +154,25 @@ class QueryGroups:
             self.label_rank[lo:hi],
             self.n_levels[first_group:last_group],
             self.pairs_per_group[first_group:last_group],
+            None if self.row_weights is None else self.row_weights[lo:hi],
+            None if self.group_weights is None else self.group_weights[first_group:last_group],
         )
+
+
+@njit(cache=True)
+def _weighted_pairs(row_weights, label_rank, offsets, n_levels):
+    # per group: level sums A_r, then Σ_r A_r · (Σ_{s<r} A_s), levels ascending
+    out = np.zeros(offsets.shape[0] - 1)
+    level_sum = np.zeros(max(1, n_levels.max()) if n_levels.shape[0] else 1)
+    for g in range(offsets.shape[0] - 1):
+        k = n_levels[g]
+        level_sum[:k] = 0.0
+        for i in range(offsets[g], offsets[g + 1]):
+            level_sum[label_rank[i]] += row_weights[i]
+        below = 0.0
+        total = 0.0
+        for r in range(k):
+            total += level_sum[r] * below
+            below += level_sum[r]
+        out[g] = total
+    return out

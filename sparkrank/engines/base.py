@@ -32,6 +32,9 @@ class DataSummary:
     n_groups: int
     n_pairs: int
     n_groups_without_pairs: int
+    #: Whether rows or groups carry weights (:mod:`sparkrank.data.weights`); ``n_pairs`` counts
+    #: the pairs whatever their weights.
+    weighted: bool = False
 
 
 @dataclass(frozen=True)

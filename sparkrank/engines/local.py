@@ -72,6 +72,7 @@ class LocalEngine(Engine):
             n_groups=g.n_groups,
             n_pairs=g.n_pairs,
             n_groups_without_pairs=g.n_groups_without_pairs,
+            weighted=g.weighted,
         )
         self.threads = check_threads(threads)
         self._runner = ThreadRunner(self.threads)

@@ -104,7 +104,8 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
-    if runs_group_form(kernel, X, states, powers, fresh):
+    if runs_group_form(kernel, X, states, powers, fresh) and not any(t.groups.weighted for t in tiles):
+        # (the group forms are unweighted: weighted rows take the tile path)
         # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
         return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
     for k, tile in enumerate(tiles):

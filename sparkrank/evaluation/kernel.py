@@ -72,6 +72,11 @@ class MetricsKernel(ScoreKernel):
         """The statistics of one block of whole groups."""
         per = group_sums(groups, scores, ks=self.ks, discount=self.discount, zero_idcg=self.zero_idcg,
                          method=self.counting, threshold=self.threshold)
+        # with weights (data/weights.py) the pair statistics are pair weights (group_sums); the
+        # per-query means (NDCG, precision) and the positives weigh each query by its b_q (a
+        # query repeated b_q times), and a query of weight 0 counts nowhere
+        b = groups.group_weights if groups.weighted else None
+        positives = per["positives"] if b is None else b * per["positives"]
         values: dict[str, np.ndarray | float] = {
             "rows": float(groups.n_rows),
             "groups": float(groups.n_groups),
@@ -80,13 +85,17 @@ class MetricsKernel(ScoreKernel):
             "pairs": per["pairs"],
             "correct_pairs": per["correct_pairs"],
             "tied_pairs": per["tied_pairs"],
-            "positives": per["positives"],
-            "positives_with_negative": per["positives"][per["both_classes"]],
-            "positives_at_top": per["positives_at_top"],
+            "positives": positives,
+            "positives_with_negative": positives[per["both_classes"]],
+            "positives_at_top": per["positives_at_top"] if b is None else b * per["positives_at_top"],
         }
         for name in self.averaged:
-            defined = per[name][~np.isnan(per[name])]
-            values[f"{name}:sum"], values[f"{name}:count"] = defined, float(defined.size)
+            if b is None:
+                defined = per[name][~np.isnan(per[name])]
+                values[f"{name}:sum"], values[f"{name}:count"] = defined, float(defined.size)
+            else:
+                defined = ~np.isnan(per[name]) & (b > 0)
+                values[f"{name}:sum"], values[f"{name}:count"] = b[defined] * per[name][defined], b[defined]
         return Statistics.summed(values)
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:

@@ -128,8 +128,11 @@ def _segmented_cumsum(values, offsets):
 def _misordered_counts(
     groups: QueryGroups, scores: np.ndarray, method: str, *, with_strict: bool
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per-group ``#{(u,l) in P: p_u <= p_l}`` and optionally ``#{p_u < p_l}``."""
+    """Per-group ``#{(u,l) in P: p_u <= p_l}`` and optionally ``#{p_u < p_l}``; with weights
+    (:mod:`sparkrank.data.weights`) the weight ``Σ b_q a_u a_l`` of those pairs instead (float64)."""
     check_counting_method(method)
+    if groups.weighted:
+        return _weighted_misordered(groups, scores, method, with_strict)
     le_rows = count_support_pairs(groups, scores, margin=0.0, inclusive=True, method=method).n_above
     le = _group_sums_int(le_rows, groups.offsets)
     lt = None
@@ -137,6 +140,19 @@ def _misordered_counts(
         lt_rows = count_support_pairs(groups, scores, margin=0.0, inclusive=False, method=method).n_above
         lt = _group_sums_int(lt_rows, groups.offsets)
     return le, lt
+
+
+def _weighted_misordered(groups: QueryGroups, scores: np.ndarray, method: str, with_strict: bool):
+    # each lower row's weight sum of misordered upper partners, times its own b_q·a_l, per group
+    factors = groups.row_factors()
+    out = []
+    for inclusive in (True, False) if with_strict else (True,):
+        rows = count_support_pairs(groups, scores, margin=0.0, inclusive=inclusive, method=method,
+                                   weights=groups.row_weights).n_above
+        out.append(_segmented_cumsum(factors * rows, groups.offsets)[groups.offsets[1:] - 1]
+                   if groups.n_rows else np.zeros(groups.n_groups))
+        out[-1][np.diff(groups.offsets) == 0] = 0.0
+    return out[0], (out[1] if with_strict else None)
 
 
 def _ratio_per_group(numerator: np.ndarray, pairs: np.ndarray) -> np.ndarray:
@@ -167,7 +183,7 @@ def pairwise_accuracy_per_group(
     """
     scores = _check_scores(groups, scores)
     le, _ = _misordered_counts(groups, scores, method, with_strict=False)
-    pairs = groups.pairs_per_group
+    pairs = groups.pair_weights_per_group() if groups.weighted else groups.pairs_per_group
     return _ratio_per_group(pairs - le, pairs)
 
 
@@ -182,7 +198,7 @@ def auc_per_group(groups: QueryGroups, scores: np.ndarray, *, method: str = DEFA
     """
     scores = _check_scores(groups, scores)
     le, lt = _misordered_counts(groups, scores, method, with_strict=True)
-    pairs = groups.pairs_per_group
+    pairs = groups.pair_weights_per_group() if groups.weighted else groups.pairs_per_group
     return _ratio_per_group(pairs - le + 0.5 * (le - lt), pairs)
 
 
@@ -380,11 +396,14 @@ def group_sums(
         ``positives``, ``positives_at_top`` (above the group's top negative; 0 without both
         classes) as int64; ``both_classes`` and ``zero_idcg`` (the zero-IDCG rule applied)
         as bool; ``ndcg@K``, ``mean_ndcg`` and ``precision@K`` values (NaN where undefined).
+        With weights (:mod:`sparkrank.data.weights`) the three pair counts are pair weights
+        ``Σ b_q a_u a_l`` (float64); the rest is per query as without them (the callers weigh
+        queries by ``b_q``: :class:`~sparkrank.evaluation.kernel.MetricsKernel`).
     """
     scores = _check_scores(groups, scores)
     ks = _check_ks(ks)
     le, lt = _misordered_counts(groups, scores, method, with_strict=True)
-    pairs = groups.pairs_per_group.astype(np.int64)
+    pairs = groups.pair_weights_per_group() if groups.weighted else groups.pairs_per_group.astype(np.int64)
     table = _NdcgTable(groups, scores, discount, zero_idcg)
     n_pos, at_top, both = _top_counts(groups, scores, threshold)
     hits, _ = _precision_table(groups, scores, threshold)

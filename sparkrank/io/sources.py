@@ -26,10 +26,11 @@ Column rules (the same on both engines and in pyspark.ml)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from ..data.block import DataError, RankingData
+from ..data.weights import WeightColumns
 from ..defaults import DTYPE
 from . import uri as U
 from .formats.base import Format
@@ -54,6 +55,8 @@ class ColumnSpec:
         Whether the rows' labels are read (and their column required).  ``predict`` scores rows
         without reading them: unlabelled rows are what a model is for (nor does it read the
         group ids in-process: one score per row, a null id included).
+    weights : WeightColumns
+        The row-weight and group-weight columns, if any (:mod:`sparkrank.data.weights`).
     """
 
     label: str = "label"
@@ -61,6 +64,7 @@ class ColumnSpec:
     features: str = "features"
     feature_cols: tuple[str, ...] = ()
     labels: bool = True
+    weights: WeightColumns = WeightColumns()
 
     @staticmethod
     def parse_group(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -83,6 +87,7 @@ class ColumnSpec:
         wanted = [("label", self.label)] if self.labels else []
         wanted += [("group", g) for g in self.group]
         wanted += [("feature", c) for c in self.feature_cols]
+        wanted += [("weight", c) for c in self.weights.columns]
         missing = [f"{role} column {col!r}" for role, col in wanted if col not in names]
         if missing:
             hint = (" (give --qid-col '' / groupCol='' to rank all rows as one global ranking)"
@@ -158,9 +163,19 @@ class Source:
                      drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
         """The rows as a :class:`RankingData` (read in this process; local paths only; SVMlight
         text is parsed on ``threads`` threads)."""
-        self.local_paths()
+        paths = self.local_paths()
         if self.format.local and self.where_sql:
             raise ValueError(refuse_where_sql_locally(self.where))
+        if self.columns.weights:  # the rows as without weights, then their weights (io/weight_columns.py)
+            local_dataset = getattr(self.format, "local_dataset", None)  # columnar formats (Arrow datasets)
+            if local_dataset is None:
+                raise DataError(f"{self.name}: {self.format.name} input has no weight columns (--weight-col, "
+                                "--group-weight-col); convert it to Parquet with a weight column")
+            from .weight_columns import with_weight_columns
+
+            data = replace(self, columns=replace(self.columns, weights=WeightColumns())).ranking_data(
+                n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows, threads=threads)
+            return with_weight_columns(data, local_dataset(paths), self, drop_invalid_rows=drop_invalid_rows)
         return self.format.read_local(self, n_features=n_features, dtype=dtype,
                                       drop_invalid_rows=drop_invalid_rows, threads=threads)
 

@@ -425,8 +425,9 @@ def project_top_k_groups(z: np.ndarray, is_pos: np.ndarray, offsets: np.ndarray,
     k = np.ascontiguousarray(k, dtype=np.int64)
     if k.shape != active.shape:
         raise ValueError(f"k must have one entry per group ({active.size}), got shape {k.shape}")
-    n_neg = np.add.reduceat(~is_pos, offsets[:-1]) if z.size else np.zeros(active.size, dtype=np.int64)
-    n_neg = np.where(np.diff(offsets) > 0, n_neg, 0)
+    # per group by prefix sums: groups may be empty, at the end too (TopPush's weighted rows)
+    csum = np.concatenate([[0], np.cumsum(~is_pos, dtype=np.int64)])
+    n_neg = csum[offsets[1:]] - csum[offsets[:-1]]
     bad = active & ((k < 1) | (k > np.maximum(n_neg, 1)))
     if np.any(bad):
         g = int(np.flatnonzero(bad)[0])

@@ -29,6 +29,8 @@ from numba import literally, njit
 from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, DEFAULT_PAIR_RULE, PAIR_RULES, check_choice
 from ..data.groups import QueryGroups
 from . import level_counting, rbtree, tree_kinds, trees
+from .all_pairs import all_pairs as _all_pairs
+from .all_pairs import all_pairs_weighted as _all_pairs_weighted
 from .tree_kinds import DIRECT, RBTREE, SELECTION
 
 _THREADED_MIN_ROWS = 50_000
@@ -148,21 +150,24 @@ def sort_within_groups(scores: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def _gather(order, lo, hi, scores, label_rank, values, labels, with_sums, with_labels,
-            sorted_scores, sorted_rank, sorted_values, sorted_labels):
+            sorted_scores, sorted_rank, sorted_values, sorted_labels, weights=None, sorted_weights=None):
     # inputs in score order for positions lo..hi-1, so the sweeps read memory sequentially
+    # (weighted rows: their weights, and the values times them)
     for t in range(lo, hi):
         row = order[t]
         sorted_scores[t] = scores[row]
         sorted_rank[t] = label_rank[row]
+        if weights is not None:
+            sorted_weights[t] = weights[row]
         if with_sums:
-            sorted_values[t] = values[row]
+            sorted_values[t] = values[row] if weights is None else weights[row] * values[row]
         if with_labels:
             sorted_labels[t] = labels[row]
 
 
 @njit(cache=True, nogil=True)
 def sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, start, end, n_levels, margin,
-                inclusive, descending, with_sums, tree, counts, sums, bounds):
+                inclusive, descending, with_sums, tree, counts, sums, bounds, sorted_weights=None):
     """One group's sweep, the one copy for every tree: the group's rows are positions
     ``start:end`` of the score-sorted arrays, ``n_levels`` (at least 2) its label levels; the
     counts (and value sums) of each position go to ``counts`` / ``sums`` at the same position.
@@ -175,7 +180,12 @@ def sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, 
     kind; ``sorted_labels``, the real labels in score order, only the red-black tree reads).
     ``bounds`` (unless empty) gets each position's partners as a range of positions, relative to
     ``start``: ascending, row ``t``'s partners are among positions ``[0, bounds[t])``; descending,
-    among ``[bounds[t], end - start)`` (what :func:`partner_sums_from_bounds` reads)."""
+    among ``[bounds[t], end - start)`` (what :func:`partner_sums_from_bounds` reads).
+
+    ``sorted_weights`` (weighted rows; ``None``: every row counts 1, and the compiled sweep is
+    the unweighted one): each row is inserted with its weight ``a_j`` into a tree of weight sums
+    (:func:`new_tree`), so ``counts`` (float64) get ``Σ a_j`` over the partners; the caller
+    passes ``a_j·v_j`` as the values."""
     literally(kind)
     ahead = trees.PREFETCH_DISTANCE
     height = tree_kinds.tree_reset(kind, tree, n_levels, with_sums)
@@ -190,7 +200,8 @@ def sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, 
                     tree_kinds.tree_prefetch(kind, tree, sorted_rank[j + ahead], with_sums)
                 value = sorted_values[j] if with_sums else 0.0
                 key = tree_kinds.tree_key(kind, sorted_labels, j)
-                tree_kinds.tree_insert(kind, tree, height, False, sorted_rank[j], key, value, with_sums)
+                weight = tree_kinds.insert_weight(sorted_weights, j)
+                tree_kinds.tree_insert(kind, tree, height, False, sorted_rank[j], key, weight, value, with_sums)
                 j += 1
             if prefetch and t + ahead < end:
                 tree_kinds.tree_prefetch(kind, tree, sorted_rank[t + ahead], with_sums)
@@ -210,7 +221,8 @@ def sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, 
                     tree_kinds.tree_prefetch(kind, tree, sorted_rank[j - ahead], with_sums)
                 value = sorted_values[j] if with_sums else 0.0
                 key = tree_kinds.tree_key(kind, sorted_labels, j)
-                tree_kinds.tree_insert(kind, tree, height, True, sorted_rank[j], key, value, with_sums)
+                weight = tree_kinds.insert_weight(sorted_weights, j)
+                tree_kinds.tree_insert(kind, tree, height, True, sorted_rank[j], key, weight, value, with_sums)
                 j -= 1
             if prefetch and t - ahead >= start:
                 tree_kinds.tree_prefetch(kind, tree, sorted_rank[t - ahead], with_sums)
@@ -275,36 +287,40 @@ def partner_sums_from_bounds(sorted_rank, sorted_values, start, end, n_levels, e
 
 
 @njit(cache=True, nogil=True)
-def _sweep_groups(kind, args):
-    # every group's sweep (groups of one label level have no pairs), then back to row order
+def _sweep_groups(kind, args, sorted_weights):
+    # every group's sweep (groups of one label level have no pairs), then back to row order;
+    # counts are int64, or float64 weight sums (sorted_weights not None)
     literally(kind)
     (sorted_scores, sorted_rank, sorted_labels, sorted_values, order, offsets, n_levels, margin, inclusive,
      descending, with_sums, tree, out_count, out_sum) = args
     m = sorted_scores.shape[0]
-    counts = np.zeros(m, dtype=np.int64)
+    counts = np.zeros(m, dtype=out_count.dtype)
     sums = np.zeros(m if with_sums else 0, dtype=np.float64)
+    bounds = np.zeros(0, dtype=np.int64)
     for g in range(offsets.shape[0] - 1):
         if n_levels[g] >= 2:
             sweep_group(kind, sorted_scores, sorted_rank, sorted_labels, sorted_values, offsets[g], offsets[g + 1],
-                        n_levels[g], margin, inclusive, descending, with_sums, tree, counts, sums, counts[:0])
+                        n_levels[g], margin, inclusive, descending, with_sums, tree, counts, sums, bounds,
+                        sorted_weights)
     _scatter(order, counts, sums, with_sums, out_count, out_sum)
 
 
 # Entry points from Python, one per tree kind: a literal argument given from Python would make
 # numba type the call again on every call (~20 ms), so the kind is a constant of compiled code.
+# ``sorted_weights`` None: the unweighted sweep; an array: the weighted one (its own compilation).
 @njit(cache=True, nogil=True)
-def _sweep_groups_selection(args):
-    _sweep_groups(SELECTION, args)
-
-
-@njit(cache=True, nogil=True)
-def _sweep_groups_direct(args):
-    _sweep_groups(DIRECT, args)
+def _sweep_groups_selection(args, sorted_weights=None):
+    _sweep_groups(SELECTION, args, sorted_weights)
 
 
 @njit(cache=True, nogil=True)
-def _sweep_groups_red_black(args):
-    _sweep_groups(RBTREE, args)
+def _sweep_groups_direct(args, sorted_weights=None):
+    _sweep_groups(DIRECT, args, sorted_weights)
+
+
+@njit(cache=True, nogil=True)
+def _sweep_groups_red_black(args, sorted_weights=None):
+    _sweep_groups(RBTREE, args, sorted_weights)
 
 
 _SWEEPS = {"selection": _sweep_groups_selection, "direct": _sweep_groups_direct, "rbtree": _sweep_groups_red_black}
@@ -320,38 +336,16 @@ def _scatter(order, counts, sums, with_sums, out_count, out_sum):
             out_sum[row] = sums[t]
 
 
-def _new_tree(method: str, groups: QueryGroups, with_sums: bool):
-    """An empty tree of ``method`` for the largest group of ``groups``."""
+def new_tree(method: str, groups: QueryGroups, with_sums: bool, weight_sums: bool = False):
+    """An empty tree of ``method`` for the largest group of ``groups``; of weight sums (float64
+    counts) when ``weight_sums``."""
     max_levels = int(groups.n_levels.max()) if groups.n_groups else 1
     max_rows = int(np.diff(groups.offsets).max()) if groups.n_groups else 1
     if method == "selection":
-        return trees.selection_new(max_levels, max_rows, with_sums)
+        return trees.selection_new(max_levels, max_rows, with_sums, weight_sums)
     if method == "direct":
-        return trees.direct_new(1, max_levels)
-    return rbtree.rbtree_new(max_rows, max_levels)
-
-
-@njit(cache=True)
-def _all_pairs(scores, values, labels, label_rank, offsets, margin, inclusive, adjacent):
-    # The O(m²)-per-group enumeration: the test oracle and the PairRSVM-style baseline
-    # (adjacent: only the pairs whose upper row is on the next level above the lower row's).
-    m = scores.shape[0]
-    n_above = np.zeros(m, dtype=np.int64)
-    n_below = np.zeros(m, dtype=np.int64)
-    s_above = np.zeros(m, dtype=np.float64)
-    s_below = np.zeros(m, dtype=np.float64)
-    for g in range(offsets.shape[0] - 1):
-        start, end = offsets[g], offsets[g + 1]
-        for u in range(start, end):
-            for lo in range(start, end):
-                if adjacent and label_rank[u] != label_rank[lo] + 1:
-                    continue
-                if labels[u] > labels[lo] and _precedes(scores[u], scores[lo] + margin, inclusive):
-                    n_above[lo] += 1
-                    s_above[lo] += values[u]
-                    n_below[u] += 1
-                    s_below[u] += values[lo]
-    return n_above, n_below, s_above, s_below
+        return (trees.direct_new_weights if weight_sums else trees.direct_new)(1, max_levels)
+    return (rbtree.rbtree_new_weights if weight_sums else rbtree.rbtree_new)(max_rows, max_levels)
 
 
 def check_counting_method(method: str) -> str:
@@ -374,6 +368,7 @@ def count_support_pairs(
     inclusive: bool = False,
     method: str = DEFAULT_COUNTING,
     pair_rule: str = DEFAULT_PAIR_RULE,
+    weights: np.ndarray | None = None,
 ) -> PairCounts:
     """Count support pairs (and sum ``values`` over them) for every row.
 
@@ -400,6 +395,11 @@ def count_support_pairs(
         upper row is on the next label level above the lower row's (lee-lin2014 §5).  Adjacent
         pairs are counted level against next level (:mod:`.level_counting`) by every method
         but ``pairs``, which enumerates them: a pair of levels needs no tree.
+    weights : float64 array (m,), optional
+        Row weights ``a``: every partner ``j`` counts ``a_j`` (and adds ``a_j·values_j``), so the
+        counts are float64 weight sums (the trees hold weight sums where they hold counts).
+        ``None``: every partner counts 1 (int64 counts).  Not with ``prsvm+`` counting or
+        adjacent pairs (the per-level sweeps count rows, not weights): a ``ValueError``.
 
     Returns
     -------
@@ -417,7 +417,18 @@ def count_support_pairs(
             raise ValueError(f"{values.shape[0]} values for {m} rows")
     # all-zero values (the L1 loss, the metrics) have all-zero sums: skip the sum work
     with_sums = values is not None and bool(np.any(values))
+    if weights is not None:
+        if method == "prsvm+" or pair_rule == "adjacent":
+            raise ValueError("row and group weights are not supported with prsvm+ counting or adjacent pairs; "
+                             "use another --counting, --pairs all, or no weight columns")
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        if weights.shape[0] != m:
+            raise ValueError(f"{weights.shape[0]} weights for {m} rows")
     if method == "pairs":
+        if weights is not None:
+            return PairCounts(*_all_pairs_weighted(scores, values if values is not None else np.zeros(m),
+                                                   groups.labels, groups.offsets, float(margin), bool(inclusive),
+                                                   weights))
         result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels, groups.label_rank,
                             groups.offsets, float(margin), bool(inclusive), pair_rule == "adjacent")
         return PairCounts(*result)
@@ -435,6 +446,10 @@ def count_support_pairs(
     empty = np.empty(0)
     gather_args = (scores, groups.label_rank, values if with_sums else empty, groups.labels, with_sums,
                    with_labels, sorted_scores, sorted_rank, sorted_values, sorted_labels)
+    sorted_weights = None
+    if weights is not None:
+        sorted_weights = np.empty(m)
+        gather_args += (weights, sorted_weights)
     if threaded:
         half = m // 2
         first = _POOL.submit(_gather, order, 0, half, *gather_args)
@@ -443,7 +458,8 @@ def count_support_pairs(
     else:
         _gather(order, 0, m, *gather_args)
 
-    n_above, n_below = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    count_dtype = np.int64 if weights is None else np.float64
+    n_above, n_below = np.zeros(m, dtype=count_dtype), np.zeros(m, dtype=count_dtype)
     s_above, s_below = np.zeros(m), np.zeros(m)
     common = (order, groups.offsets, groups.n_levels, float(margin), bool(inclusive))
 
@@ -453,8 +469,12 @@ def count_support_pairs(
             level_counting.sweep_groups_by_levels(sorted_scores, sorted_rank, sorted_values, *common, rule, descending,
                                                   with_sums, out_count, out_sum)
             return
-        _SWEEPS[method]((sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
-                         _new_tree(method, groups, with_sums), out_count, out_sum))
+        args = (sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
+                new_tree(method, groups, with_sums, weights is not None), out_count, out_sum)
+        if sorted_weights is None:
+            _SWEEPS[method](args)
+        else:
+            _SWEEPS[method](args, sorted_weights)
     if threaded:
         # the two sweeps are independent: run them on two cores (the kernels release the GIL)
         up = _POOL.submit(run, False, n_above, s_above)

@@ -5,6 +5,12 @@ coefficients ``c`` (the engine turns them into ``Xᵀc``).  They are plain pickl
 dataclasses so the Spark engine can ship them to executors.
 
 Sums here are *unnormalised* (over all pairs); objectives apply ``1/N`` or ``C``.
+
+Weighted rows and groups (:mod:`sparkrank.data.weights`): a pair ``(u, l)`` of group ``q``
+weighs ``b_q·a_u·a_l``.  The trees then hold weight sums (``l±`` = ``Σ a_j`` and ``α±``, ``γ±``
+= ``Σ a_j v_j`` over the partners, :func:`count_support_pairs` with ``weights``), and each row's
+terms are multiplied by its own ``b_q·a_k`` (:meth:`QueryGroups.row_factors`): the formulas
+below with every pair counted by its weight, the data with integer weights repeated.
 """
 
 from __future__ import annotations
@@ -38,12 +44,24 @@ class HingeKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        if groups.weighted:
+            return self._weighted(groups, scores)
         counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
         c, d = counts.n_above, counts.n_below
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
         loss = dd_add(sum_dd(coef * scores), (n_support, 0.0))  # eq. (7)
         return Statistics(self.statistics, [loss[0], n_support], [loss[1], 0.0]).result(coef)
+
+    def _weighted(self, groups: QueryGroups, scores: np.ndarray) -> KernelResult:
+        # eqs. (7)-(8) with weight sums c, d and each row's terms times b_q·a_k
+        counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule,
+                                     weights=groups.row_weights)
+        factors = groups.row_factors()
+        coef = factors * (counts.n_above - counts.n_below)
+        support = sum_dd(factors * counts.n_above)
+        loss = dd_add(sum_dd(coef * scores), support)
+        return Statistics(self.statistics, [loss[0], support[0]], [loss[1], support[1]]).result(coef)
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,8 @@ class SquaredHingeKernel(ScoreKernel):
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         order = None if self.counting == "pairs" else sort_within_groups(scores, groups.offsets)
+        if groups.weighted:
+            return self._weighted(groups, scores, order)
         k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting,
                                 pair_rule=self.pair_rule)
         l_sum = (k.n_above + k.n_below).astype(np.float64)
@@ -83,6 +103,25 @@ class SquaredHingeKernel(ScoreKernel):
                                           k.n_above.sum(), k.n_below.sum(),
                                           None if diagonal is None else sum_dd(diagonal))
         return stats.result(coef, (scores, order), diagonal)
+
+    def _weighted(self, groups: QueryGroups, scores: np.ndarray, order) -> KernelResult:
+        # the expressions above with weight sums l±, α± = Σ a_j p_j and each row's terms times
+        # f_k = b_q·a_k; every statistic an exact sum (they are no longer integers)
+        k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting,
+                                pair_rule=self.pair_rule, weights=groups.row_weights)
+        factors = groups.row_factors()
+        l_sum, l_diff = k.n_above + k.n_below, k.n_above - k.n_below
+        alpha = k.s_above + k.s_below
+        coef = 2.0 * factors * (l_sum * scores - alpha + l_diff)
+        diagonal = 2.0 * factors * l_sum if self.with_diagonal else None
+        loss = dd_add(sum_dd(factors * ((l_sum * scores - alpha + 2.0 * l_diff) * scores)),
+                      sum_dd(factors * k.n_below))
+        support = sum_dd(factors * k.n_above)
+        hi, lo = [loss[0], support[0]], [loss[1], support[1]]
+        if self.with_diagonal:
+            total = sum_dd(diagonal)
+            hi, lo = hi + [total[0]], lo + [total[1]]
+        return Statistics(self.statistics, hi, lo).result(coef, (scores, order), diagonal)
 
     def statistics_from_sums(self, loss_terms, n_above: float, n_below: float, diagonal) -> Statistics:
         """The statistics from the exact sums over the rows of the loss terms
@@ -130,9 +169,12 @@ class SquaredHingeHessianKernel(ScoreKernel):
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         p, order = state[0], state[1]  # the group form also keeps its sweep plan: same support set
+        weights = groups.row_weights if groups.weighted else None
         k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting,
-                                pair_rule=self.pair_rule)
+                                pair_rule=self.pair_rule, weights=weights)
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
+        if weights is not None:  # γ± = Σ a_j u_j; the row's terms times b_q·a_k
+            coef *= groups.row_factors()
         return KernelResult(np.zeros(0), coef)
 
 
@@ -152,6 +194,10 @@ class SupportPairDiagonalKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
+        weights = groups.row_weights if groups.weighted else None
+        k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule,
+                                weights=weights)
         coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
+        if weights is not None:
+            coef *= groups.row_factors()
         return Statistics.summed({"weight": coef}).result(coef)

@@ -97,8 +97,10 @@ def _sigmoid(z):
 
 
 @njit(cache=True, nogil=True)
-def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef):
-    """Exact ``Σ_P -log σ(p_u - p_l)`` and (optionally) its derivative; O(pairs)."""
+def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef, weights=None, factors=None):
+    """Exact ``Σ_P -log σ(p_u - p_l)`` and (optionally) its derivative; O(pairs).  With row
+    ``weights`` each pair ``(i, j)`` weighs ``factors[i]·weights[j]`` (``b_q·a_i·a_j``); without,
+    1.0 (a product by 1.0 is exact: the unweighted sums keep their bits)."""
     loss = 0.0
     for g in range(offsets.shape[0] - 1):
         if n_levels[g] < 2:
@@ -111,17 +113,25 @@ def _exact_pairs(scores, label_rank, offsets, n_levels, want_coef, coef):
             for j in range(lo, hi):
                 if ri > label_rank[j]:
                     z = pi - scores[j]  # i above j
-                    loss += _softplus_neg(z)
+                    pair = 1.0
+                    if weights is not None:
+                        pair = factors[i] * weights[j]
+                    loss += pair * _softplus_neg(z)
                     if want_coef:
-                        s = _sigmoid(-z)  # d/dz -log σ(z) = -σ(-z)
+                        s = pair * _sigmoid(-z)  # d/dz -log σ(z) = -σ(-z)
                         coef[i] -= s
                         coef[j] += s
     return loss
 
 
 @njit(cache=True, nogil=True)
-def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, r_x, r_y, direct_below, coef):
-    """Erfc-approximated derivative (module docstring), ε-exact fast sums per group."""
+def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, r_x, r_y, direct_below, coef,
+               weights=None):
+    """Erfc-approximated derivative (module docstring), ε-exact fast sums per group.
+
+    ``weights`` (row weights ``a_i``; ``None``: unweighted): every source enters the erfc sums with
+    its weight (raykar2007's ``q_i``) and ``n_above`` is the weight above, so ``coef[k]`` sums its
+    pairs weighed by the partner's ``a_j``; the caller multiplies it by ``b_q·a_k``."""
     factors = series_factors(p, h)
     for g in range(offsets.shape[0] - 1):
         s_levels = n_levels[g]
@@ -137,8 +147,12 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
                 for j in range(m):
                     if label_rank[lo + i] > label_rank[lo + j]:
                         e = 0.5 * math.erfc(z[i] - z[j])  # ≈ σ(p_j - p_i), raykar2007 eq. (3)
-                        coef[lo + i] -= e
-                        coef[lo + j] += e
+                        if weights is None:
+                            coef[lo + i] -= e
+                            coef[lo + j] += e
+                        else:
+                            coef[lo + i] -= e * weights[lo + j]
+                            coef[lo + j] += e * weights[lo + i]
             continue
         # rows of the group ordered by label level (counting sort)
         start = np.zeros(s_levels + 1, dtype=np.int64)
@@ -162,13 +176,14 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
             if lev < s_levels - 1:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
+                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i],
+                                     1.0 if weights is None else weights[lo + i])
         A[:, :] = 0.0
         B[:, :] = 0.0
         qk[:] = 0.0
         tree[:] = 0.0
         # downward sweep: ½ Σ_{u above} erfc(z_u - z_k) = n_above - ½ Σ_{u above} erfc(z_k - z_u)
-        n_above = 0
+        n_above = 0 if weights is None else 0.0
         for lev in range(s_levels - 1, -1, -1):
             if lev < s_levels - 1:
                 for t in range(start[lev], start[lev + 1]):
@@ -177,8 +192,13 @@ def _fast_coef(scores, label_rank, offsets, n_levels, pairs_per_group, a, p, h, 
             if lev > 0:
                 for t in range(start[lev], start[lev + 1]):
                     i = order[t]
-                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i], 1.0)
-                n_above += start[lev + 1] - start[lev]
+                    expansion_insert(A, B, qk, tree, centres, factors, h, cid[i], z[i],
+                                     1.0 if weights is None else weights[lo + i])
+                if weights is None:
+                    n_above += start[lev + 1] - start[lev]
+                else:
+                    for t in range(start[lev], start[lev + 1]):
+                        n_above += weights[lo + order[t]]
 
 
 def check_gradient_mode(gradient: str) -> str:
@@ -224,14 +244,20 @@ class RankNetKernel(ScoreKernel):
         rank = np.ascontiguousarray(groups.label_rank)
         coef = None if self.gradient is None else np.zeros(scores.shape[0])
         loss = 0.0
+        factors = groups.row_factors() if groups.weighted else None
         if self.gradient == "direct" or self.value:
             want = self.gradient == "direct"
-            loss = _exact_pairs(scores, rank, groups.offsets, groups.n_levels, want,
-                                coef if want else np.zeros(0))
+            args = (scores, rank, groups.offsets, groups.n_levels, want, coef if want else np.zeros(0))
+            loss = _exact_pairs(*args) if factors is None else _exact_pairs(*args, groups.row_weights, factors)
         if self.gradient == "fast":
             prm = erfc_sum_parameters(self.epsilon)
             check_grid_span(SIGMOID_ERFC_SCALE * scores, prm.r_x, "scores")
             direct_below = DIRECT_PAIRS_PER_TERM * prm.p if self.direct_small_groups else 0.0
-            _fast_coef(scores, rank, groups.offsets, groups.n_levels, groups.pairs_per_group,
-                       SIGMOID_ERFC_SCALE, prm.p, prm.h, prm.r_x, prm.r_y, direct_below, coef)
+            args = (scores, rank, groups.offsets, groups.n_levels, groups.pairs_per_group,
+                    SIGMOID_ERFC_SCALE, prm.p, prm.h, prm.r_x, prm.r_y, direct_below, coef)
+            if factors is None:
+                _fast_coef(*args)
+            else:  # the partners' weights in the sums, the row's own b_q·a_k here
+                _fast_coef(*args, groups.row_weights)
+                coef *= factors
         return Statistics(self.statistics, [loss]).result(coef)

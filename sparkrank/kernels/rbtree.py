@@ -62,6 +62,15 @@ def rbtree_new(capacity, max_levels):
     )
 
 
+def rbtree_new_weights(capacity: int, max_levels: int):
+    """:func:`rbtree_new` whose multiplicities ``cnt`` and ``size`` are float64 sums of the
+    inserted rows' weights (weighted rows: :func:`rbtree_insert` with ``weight``)."""
+    tree = list(rbtree_new(capacity, max_levels))
+    tree[CNT] = tree[CNT].astype(np.float64)
+    tree[SIZE] = tree[SIZE].astype(np.float64)
+    return tuple(tree)
+
+
 @njit(cache=True)
 def rbtree_reset(state, n_levels):
     """Make the tree empty (O(1)); ``n_levels`` is unused."""
@@ -167,8 +176,9 @@ def _insert_fixup(state, z):
 
 
 @njit(cache=True)
-def rbtree_insert(state, key_rank, key, value):
-    """Insert ``key`` with weight 1 and add ``value`` to its sums (``key_rank`` unused).
+def rbtree_insert(state, key_rank, key, value, weight=1):
+    """Insert ``key`` with weight ``weight`` (1: one more occurrence; a float into a tree of
+    :func:`rbtree_new_weights`) and add ``value`` to its sums (``key_rank`` unused).
 
     Raises ``ValueError`` when a new distinct key would exceed the capacity; the tree is
     then inconsistent and must be reset.
@@ -179,7 +189,7 @@ def rbtree_insert(state, key_rank, key, value):
     x = meta[0]
     go_left = False
     while x != 0:
-        size[x] += 1
+        size[x] += weight
         ssum[x] += value
         kx = keys[x]
         if key < kx:
@@ -191,7 +201,7 @@ def rbtree_insert(state, key_rank, key, value):
             x = right[x]
             go_left = False
         else:  # existing key: one more occurrence, no new node
-            cnt[x] += 1
+            cnt[x] += weight
             vsum[x] += value
             return
     z = meta[1] + 1
@@ -203,8 +213,8 @@ def rbtree_insert(state, key_rank, key, value):
     right[z] = 0
     parent[z] = y
     red[z] = 1
-    cnt[z] = 1
-    size[z] = 1
+    cnt[z] = weight
+    size[z] = weight
     vsum[z] = value
     ssum[z] = value
     if y == 0:
@@ -224,7 +234,7 @@ def rbtree_above(state, key_rank, key):
     """
     keys, left, right, cnt, size, vsum, ssum, meta = (
         state[0], state[1], state[2], state[5], state[6], state[7], state[8], state[9])
-    n = np.int64(0)
+    n = cnt[0]  # NIL's: 0, of the multiplicities' type (int64, or float64 weight sums)
     s = 0.0
     x = meta[0]
     while x != 0:
@@ -252,7 +262,7 @@ def rbtree_below(state, key_rank, key):
     """
     keys, left, right, cnt, size, vsum, ssum, meta = (
         state[0], state[1], state[2], state[5], state[6], state[7], state[8], state[9])
-    n = np.int64(0)
+    n = cnt[0]  # NIL's: 0, of the multiplicities' type (int64, or float64 weight sums)
     s = 0.0
     x = meta[0]
     while x != 0:

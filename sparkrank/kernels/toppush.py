@@ -20,6 +20,15 @@ scores ``p = X w(y)`` from which :class:`TopPushStepKernel` takes the projected 
 step per unit.
 
 Sums here are unnormalised; the objective applies ``λ``, ``m`` and ``C``.
+
+Weighted rows and groups (:mod:`sparkrank.data.weights`): a row takes part when its weight
+``f_i = b_q·a_i`` is positive (:class:`PresentRows`; the others are left out, as if dropped).  A
+positive's term is multiplied by ``f_i`` and ``m`` becomes ``Σ f_i`` over the positives
+(statistic ``positive_weight``); a present negative counts once, whatever its weight
+(``max_j`` does not change when a negative is repeated; with a top fraction ``τ > 0``, ``k`` and
+``T_k`` count each present negative once).  In the dual, ``Σ_i f_i ℓ(z_i)`` has the conjugate
+``Σ_i f_i ℓ*(α_i/f_i) = Σ_i α_i²/(4 f_i) − α_i`` and ``∇_α F = p⁺ + α/(2f) − 1``; the rest is
+unchanged.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ from .capped_projection import project_top_k_groups
 Scope = Literal["group", "global"]
 
 #: Order of :class:`TopPushCountKernel`'s statistics.
-COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks", "top_k_sum")
+COUNT_STATS = ("n_positives", "n_negatives", "n_units", "n_units_skipped", "n_blocks", "top_k_sum",
+               "positive_weight")
 #: Order of :class:`TopPushStepKernel`'s statistics.
 STEP_STATS = ("conj_y", "conj_next", "linear", "dist2", "primal_loss_y", "not_at_top_y")
 #: Order of :class:`TopPushPrimalKernel`'s statistics.
@@ -61,7 +71,8 @@ class Bipartite:
     k: np.ndarray  # int64 (U,): how many top negatives each positive is compared with
 
     @classmethod
-    def of(cls, groups: QueryGroups, threshold: float, scope: str, top_fraction: float = 0.0) -> "Bipartite":
+    def of(cls, groups: "QueryGroups | PresentRows", threshold: float, scope: str,
+           top_fraction: float = 0.0) -> "Bipartite":
         is_pos = groups.labels > threshold
         offsets = groups.offsets if scope == "group" else np.array([0, groups.n_rows], dtype=np.int64)
         sizes = np.diff(offsets)
@@ -69,6 +80,59 @@ class Bipartite:
         n_pos = csum[offsets[1:]] - csum[offsets[:-1]]
         active = (n_pos > 0) & (n_pos < sizes)
         return cls(is_pos, offsets, active, np.repeat(active, sizes), top_k_count(top_fraction, sizes - n_pos))
+
+
+@dataclass(frozen=True)
+class PresentRows:
+    """The rows of a block that take part in TopPush: all of them unweighted, else those of
+    weight ``b_q·a_i > 0`` (module docstring), as labels and group offsets of their own.
+
+    Attributes
+    ----------
+    rows : int64 array or None
+        The present rows of the block (``None``: every row, unweighted).
+    labels : float64 array
+    offsets : int64 array (G+1,)
+        The block's groups over the present rows (empty groups where none is present).
+    factors : float64 array or None
+        ``b_q·a_i`` of the present rows (``None``: unweighted).
+    n_block_rows : int
+    """
+
+    rows: np.ndarray | None
+    labels: np.ndarray
+    offsets: np.ndarray
+    factors: np.ndarray | None
+    n_block_rows: int
+
+    @classmethod
+    def of(cls, groups: QueryGroups) -> "PresentRows":
+        if not groups.weighted:
+            return cls(None, groups.labels, groups.offsets, None, groups.n_rows)
+        factors = groups.row_factors()
+        rows = np.flatnonzero(factors > 0)
+        offsets = np.searchsorted(rows, groups.offsets).astype(np.int64)
+        return cls(rows, groups.labels[rows], offsets, factors[rows], groups.n_rows)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.labels.shape[0])
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """A per-row array of the block restricted to the present rows."""
+        return values if self.rows is None else values[self.rows]
+
+    def put(self, values: np.ndarray) -> np.ndarray:
+        """A per-row array of the present rows as one of the block (0 on the others)."""
+        if self.rows is None:
+            return values
+        out = np.zeros(self.n_block_rows)
+        out[self.rows] = values
+        return out
+
+    def weighed(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (of the present rows) times their ``b_q·a_i`` (unchanged when unweighted)."""
+        return values if self.factors is None else values * self.factors
 
 
 @njit(cache=True)
@@ -165,7 +229,7 @@ class _RankingUnit(ScoreKernel):
     threshold: float
     top_fraction: float
 
-    def bipartite(self, groups: QueryGroups) -> Bipartite:
+    def bipartite(self, groups: "QueryGroups | PresentRows") -> Bipartite:
         return Bipartite.of(groups, self.threshold, self.scope, self.top_fraction)
 
     @property
@@ -188,13 +252,18 @@ class TopPushCountKernel(_RankingUnit):
     top_fraction: float = 0.0
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = self.bipartite(groups)
-        n_pos = np.count_nonzero(bp.is_pos & bp.row_active)
+        present = PresentRows.of(groups)
+        bp = self.bipartite(present)
+        positives = bp.is_pos & bp.row_active
+        n_pos = np.count_nonzero(positives)
         n_neg = np.count_nonzero(~bp.is_pos & bp.row_active)
         n_units = bp.active.size
         n_skipped = n_units - np.count_nonzero(bp.active)
         k_sum = float(np.sum(bp.k[bp.active]))
-        return Statistics(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0, k_sum]).result()
+        if present.factors is None:
+            return Statistics(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0, k_sum, n_pos]).result()
+        counts = {name: float(v) for name, v in zip(self.statistics, [n_pos, n_neg, n_units, n_skipped, 1.0, k_sum])}
+        return Statistics.summed({**counts, "positive_weight": present.factors[positives]}).result()
 
 
 @dataclass(frozen=True)
@@ -212,14 +281,18 @@ class TopPushPrimalKernel(_RankingUnit):
     statistics = PRIMAL_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = self.bipartite(groups)
-        hinge, loss, not_top, chosen = primal_terms(bp, scores)
-        coef = -2.0 * hinge
+        present = PresentRows.of(groups)
+        bp = self.bipartite(present)
+        hinge, loss, not_top, chosen = primal_terms(bp, present.take(scores))
+        weighed = present.weighed(hinge)  # f_i·[1 + z_i]₊ (weighted rows)
+        coef = -2.0 * weighed
         unit_of_row = np.repeat(np.arange(bp.active.size), np.diff(bp.offsets))
-        per_unit = np.bincount(unit_of_row, weights=2.0 * hinge, minlength=bp.active.size)
+        per_unit = np.bincount(unit_of_row, weights=2.0 * weighed, minlength=bp.active.size)
         rows = np.flatnonzero(chosen)
         coef[rows] += per_unit[unit_of_row[rows]] / bp.k[unit_of_row[rows]]  # k = 1: li2014's, exactly
-        return Statistics.summed(dict(zip(self.statistics, [loss, float(np.count_nonzero(not_top))]))).result(coef)
+        not_top_count = float(np.count_nonzero(not_top)) if present.factors is None else present.weighed(not_top)
+        return Statistics.summed(dict(zip(self.statistics, [present.weighed(loss), not_top_count]))).result(
+            present.put(coef))
 
 
 def conjugate_loss(a: np.ndarray) -> np.ndarray:
@@ -251,25 +324,36 @@ class TopPushStepKernel(_RankingUnit):
     statistics = STEP_STATS
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-        bp = self.bipartite(groups)
-        m = groups.n_rows
+        present = PresentRows.of(groups)
+        bp = self.bipartite(present)
+        scores = present.take(scores)
+        m = present.n_rows
         if state is None:
             x = x_prev = np.zeros(m)
-        else:
-            x, x_prev = state
+        else:  # the kept state is per row of the block (0 on rows not present)
+            x, x_prev = present.take(state[0]), present.take(state[1])
         y = x + self.eta * (x - x_prev) if self.eta else x
         pos = bp.is_pos
-        grad = np.where(pos, scores + 0.5 * y - 1.0, -scores)
+        # ∇_α F = p⁺ + α/(2f) − 1 (f = 1 unweighted)
+        half = 0.5 * y if present.factors is None else 0.5 * y / present.factors
+        grad = np.where(pos, scores + half - 1.0, -scores)
         grad[~bp.row_active] = 0.0
         x_next = project_top_k_groups(y - self.step * grad, pos, bp.offsets, bp.k, bp.active)
         d = x_next - y
         _, loss, not_top, _ = primal_terms(bp, scores)
         stats = Statistics.summed(dict(zip(self.statistics, [
-            np.where(pos, conjugate_loss(y), 0.0),
-            np.where(pos, conjugate_loss(x_next), 0.0),
+            np.where(pos, self._conjugate(y, present), 0.0),
+            np.where(pos, self._conjugate(x_next, present), 0.0),
             grad * d,
             d * d,
-            loss,
-            float(np.count_nonzero(not_top)),
+            present.weighed(loss),
+            float(np.count_nonzero(not_top)) if present.factors is None else present.weighed(not_top),
         ])))
-        return stats.result(np.where(pos, x_next, -x_next), (x_next, x))
+        return stats.result(present.put(np.where(pos, x_next, -x_next)), (present.put(x_next), present.put(x)))
+
+    @staticmethod
+    def _conjugate(a: np.ndarray, present: PresentRows) -> np.ndarray:
+        """``ℓ*(a)``, or with weights ``f·ℓ*(a/f) = a²/(4f) − a`` (module docstring)."""
+        if present.factors is None:
+            return conjugate_loss(a)
+        return 0.25 * a * a / present.factors - a

@@ -39,17 +39,27 @@ def tree_reset(kind, tree, n_levels, with_sums):
     raise _compiled_only("tree_reset")
 
 
-def tree_insert(kind, tree, height, descending, key_rank, key, value, with_sums):
-    """Insert a row of label rank ``key_rank`` (label ``key``) and value ``value``: into an
-    "above" tree when ``descending`` is false (rows that are the upper row of the query's
-    pairs), a "below" tree when it is true.  ``descending``: a compile-time constant."""
+def tree_insert(kind, tree, height, descending, key_rank, key, weight, value, with_sums):
+    """Insert a row of label rank ``key_rank`` (label ``key``), weight ``weight`` (the integer 1
+    unweighted; a float into a tree of weight sums, :func:`sparkrank.kernels.counting.new_tree`)
+    and value ``value``: into an "above" tree when ``descending`` is false (rows that are the
+    upper row of the query's pairs), a "below" tree when it is true.  ``descending``: a
+    compile-time constant."""
     raise _compiled_only("tree_insert")
 
 
 def tree_query(kind, tree, height, descending, key_rank, key, with_sums):
     """``(count, value sum)`` of the inserted rows with a larger label (``descending`` false) or
-    a smaller one (true).  ``descending``: a compile-time constant."""
+    a smaller one (true): an int64 count, or a float64 weight sum from a tree of weight sums.
+    ``descending``: a compile-time constant."""
     raise _compiled_only("tree_query")
+
+
+def insert_weight(weights, position):
+    """The weight a sweep inserts the row at ``position`` of the score-sorted rows with: the
+    integer 1 when ``weights`` is ``None`` (unweighted: the compiled sweep is the unweighted one),
+    else ``weights[position]``."""
+    raise _compiled_only("insert_weight")
 
 
 def tree_key(kind, sorted_labels, position):
@@ -86,21 +96,21 @@ def _tree_reset(kind, tree, n_levels, with_sums):
 
 
 @overload(tree_insert, inline="always", prefer_literal=True)
-def _tree_insert(kind, tree, height, descending, key_rank, key, value, with_sums):
+def _tree_insert(kind, tree, height, descending, key_rank, key, weight, value, with_sums):
     k, below = _literal(kind, types.IntegerLiteral), _literal(descending, types.BooleanLiteral)
     if k is None or below is None:
         return None
     if k == SELECTION and below:
-        return lambda kind, tree, height, descending, key_rank, key, value, with_sums: \
-            trees.selection_insert_below_tree(tree, height, key_rank, 1, value, with_sums)
+        return lambda kind, tree, height, descending, key_rank, key, weight, value, with_sums: \
+            trees.selection_insert_below_tree(tree, height, key_rank, weight, value, with_sums)
     if k == SELECTION:
-        return lambda kind, tree, height, descending, key_rank, key, value, with_sums: \
-            trees.selection_insert_above_tree(tree, height, key_rank, 1, value, with_sums)
+        return lambda kind, tree, height, descending, key_rank, key, weight, value, with_sums: \
+            trees.selection_insert_above_tree(tree, height, key_rank, weight, value, with_sums)
     if k == DIRECT:
-        return lambda kind, tree, height, descending, key_rank, key, value, with_sums: \
-            trees.direct_insert(tree, key_rank, key, value)
-    return lambda kind, tree, height, descending, key_rank, key, value, with_sums: \
-        rbtree.rbtree_insert(tree, key_rank, key, value)
+        return lambda kind, tree, height, descending, key_rank, key, weight, value, with_sums: \
+            trees.direct_insert(tree, key_rank, key, value, weight)
+    return lambda kind, tree, height, descending, key_rank, key, weight, value, with_sums: \
+        rbtree.rbtree_insert(tree, key_rank, key, value, weight)
 
 
 @overload(tree_query, inline="always", prefer_literal=True)
@@ -108,16 +118,28 @@ def _tree_query(kind, tree, height, descending, key_rank, key, with_sums):
     k, below = _literal(kind, types.IntegerLiteral), _literal(descending, types.BooleanLiteral)
     if k is None or below is None:
         return None
+    weight_sums = isinstance(tree[rbtree.CNT if k == RBTREE else 0].dtype, types.Float)
     if k == SELECTION:  # each direction has its own tree: the same query
+        query = trees.selection_query_weights if weight_sums else trees.selection_query
         return lambda kind, tree, height, descending, key_rank, key, with_sums: \
-            trees.selection_query(tree, height, key_rank, with_sums)
+            query(tree, height, key_rank, with_sums)
     query = {(DIRECT, False): trees.direct_above, (DIRECT, True): trees.direct_below,
              (RBTREE, False): rbtree.rbtree_above, (RBTREE, True): rbtree.rbtree_below}[k, below]
+
+    if weight_sums:  # a tree of weight sums: a float64 sum, not a count
+        return lambda kind, tree, height, descending, key_rank, key, with_sums: query(tree, key_rank, key)
 
     def other(kind, tree, height, descending, key_rank, key, with_sums):
         n, s = query(tree, key_rank, key)
         return np.int64(n), s
     return other
+
+
+@overload(insert_weight, inline="always")
+def _insert_weight(weights, position):
+    if isinstance(weights, (types.NoneType, types.Omitted)):
+        return lambda weights, position: 1
+    return lambda weights, position: weights[position]
 
 
 @overload(tree_key, inline="always", prefer_literal=True)

@@ -178,16 +178,17 @@ def _aligned_zeros(n: int, dtype) -> np.ndarray:
     return buf[skip:skip + n]
 
 
-def selection_new(max_levels: int, max_count: int, with_sums: bool):
+def selection_new(max_levels: int, max_count: int, with_sums: bool, weight_sums: bool = False):
     """An empty selection tree for groups of up to ``max_levels`` label levels and
     ``max_count`` rows: ``(count, total, level_start)``.
 
-    ``count`` is int32 unless ``max_count`` could overflow it; ``total`` is a dummy of one
+    ``count`` is int32 unless ``max_count`` could overflow it, float64 sums of the inserted
+    rows' weights when ``weight_sums`` (weighted rows); ``total`` is a dummy of one
     node when ``with_sums`` is false.  Node bases are aligned to cache lines."""
     level_start = np.zeros(_MAX_HEIGHT + 1, dtype=np.int64)
     height = selection_layout(int(max_levels), level_start)
     size = int(level_start[height])
-    count_dtype = np.int32 if max_count < 2**31 else np.int64
+    count_dtype = np.float64 if weight_sums else np.int32 if max_count < 2**31 else np.int64
     count = _aligned_zeros(size, count_dtype)
     total = _aligned_zeros(size if with_sums else SELECTION_FANOUT, np.float64)
     return count, total, level_start
@@ -247,6 +248,21 @@ def selection_query(tree, height, key_rank, with_sums):
 
 
 @njit(cache=True)
+def selection_query_weights(tree, height, key_rank, with_sums):
+    """:func:`selection_query` of a tree of weight sums (``count`` float64, :func:`selection_new`
+    with ``weight_sums``): ``(weight sum, value sum)``, both float64."""
+    count, total, level_start = tree
+    n = 0.0
+    s = 0.0
+    for level in range(height):
+        entry = level_start[level] + (key_rank >> (SELECTION_FANOUT_BITS * level))
+        n += count[entry]
+        if with_sums:
+            s += total[entry]
+    return n, s
+
+
+@njit(cache=True)
 def selection_should_prefetch(n_levels):
     """Whether a sweep over a group of ``n_levels`` levels should call :func:`selection_prefetch`."""
     return n_levels > PREFETCH_MIN_LEVELS
@@ -277,6 +293,14 @@ def direct_new(capacity, max_levels):
 
 
 @njit(cache=True)
+def direct_new_weights(capacity, max_levels):
+    """:func:`direct_new` with float64 counters: sums of the inserted rows' weights."""
+    meta = np.zeros(1, dtype=np.int64)
+    size = max(max_levels, 1)
+    return (np.zeros(size, dtype=np.float64), np.zeros(size, dtype=np.float64), meta)
+
+
+@njit(cache=True)
 def direct_reset(state, n_levels):
     count, total, meta = state
     meta[0] = n_levels
@@ -285,9 +309,9 @@ def direct_reset(state, n_levels):
 
 
 @njit(cache=True)
-def direct_insert(state, key_rank, key, value):
+def direct_insert(state, key_rank, key, value, weight=1):
     count, total, meta = state
-    count[key_rank] += 1
+    count[key_rank] += weight
     total[key_rank] += value
 
 

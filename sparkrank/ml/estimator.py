@@ -82,9 +82,13 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         then builds them once per fold, not once per fold and param map
         (:mod:`sparkrank.ml.block_cache`).  ``sparkrank.ml.release_blocks()`` frees them.
 
+    weightCol, groupWeightCol : str, default ""
+        Row and group weight columns (:mod:`sparkrank.data.weights`): a pair ``(i, j)`` of group
+        ``q`` weighs ``b_q·a_i·a_j``, the model of the data with integer weights repeated.  The
+        model does not need them to score.
+
     Notes
     -----
-    There is no ``weightCol``: per-row weights are not part of the data layer yet.
     Model selection must keep groups whole; use :func:`sparkrank.ml.with_group_folds` with
     ``CrossValidator(foldCol=...)`` rather than its random row split.
     """
@@ -97,6 +101,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         labelCol: str = "label",
         groupCol: str = "qid",
         qidCol: str | None = None,
+        weightCol: str = "",
+        groupWeightCol: str = "",
         predictionCol: str = "prediction",
         solver: str = defaults.SOLVER,
         regParam: float | None = None,
@@ -129,6 +135,12 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         if unknown:
             raise ValueError(f"LinearRanker has no param {unknown[0]!r}")
         return self._set(**{k: v for k, v in kwargs.items() if v is not None})
+
+    def setWeightCol(self, value: str) -> "LinearRanker":
+        return self._set(weightCol=value)
+
+    def setGroupWeightCol(self, value: str) -> "LinearRanker":
+        return self._set(groupWeightCol=value)
 
     def setQidCol(self, value: str) -> "LinearRanker":
         return self._set(groupCol=value)
@@ -191,8 +203,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     #: Params that decide what the blocks hold: fits may share an engine only when they agree
     #: (and when they start from a vector of the same length, which fixes the feature count).
-    _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "kernelPlacement", "numPartitions",
-                    "aggregationDepth")
+    _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "weightCol", "groupWeightCol", "kernelPlacement",
+                    "numPartitions", "aggregationDepth")
 
     def _data_key(self, w0: np.ndarray | None) -> tuple:
         params = tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
@@ -216,7 +228,11 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     def _columns(self):
         from ..io.sources import ColumnSpec
 
-        return ColumnSpec(self.getLabelCol(), ColumnSpec.parse_group(self.getGroupCol()), self.getFeaturesCol())
+        from ..data.weights import WeightColumns
+
+        weights = WeightColumns(self.getWeightCol() or None, self.getGroupWeightCol() or None)
+        return ColumnSpec(self.getLabelCol(), ColumnSpec.parse_group(self.getGroupCol()), self.getFeaturesCol(),
+                          weights=weights)
 
     def _engine(self, dataset, w0: np.ndarray | None):
         from ..engines.backend import EngineSettings

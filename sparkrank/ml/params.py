@@ -74,6 +74,14 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
     groupCol: Param[str] = Param(
         Params._dummy(), "groupCol",
         "query/group id column (alias qidCol); '' = all rows form one global ranking", typeConverter=_group_col)
+    weightCol: Param[str] = Param(
+        Params._dummy(), "weightCol",
+        "row weight column (a >= 0): every pair (i, j) weighs a_i*a_j, as if row i were repeated a_i times; "
+        "'' = no weights", typeConverter=_group_col)
+    groupWeightCol: Param[str] = Param(
+        Params._dummy(), "groupWeightCol",
+        "group weight column (b >= 0, the same on every row of a group): every pair of group q weighs b_q; "
+        "'' = no weights", typeConverter=_group_col)
     solver: Param[str] = Param(
         Params._dummy(), "solver", "solver name from sparkrank.solvers.registry.SOLVERS (tron, bmrm, ...)",
         typeConverter=_choice("solver", _solvers))
@@ -130,6 +138,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         super().__init__(*args)
         self._setDefault(
             featuresCol="features", labelCol="label", predictionCol="prediction", groupCol="qid",
+            weightCol="", groupWeightCol="",
             solver=defaults.SOLVER, counting=defaults.COUNTING, kernelPlacement=defaults.PLACEMENT,
             standardization=defaults.STANDARDIZATION, checkpointInterval=defaults.ML_CHECKPOINT_INTERVAL,
             resumeFromCheckpoint=False, reuseBlocks=True,
@@ -144,6 +153,14 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         return self.getOrDefault(self.groupCol)
 
     getQidCol = getGroupCol
+
+    def getWeightCol(self) -> str:
+        """The row weight column ('' = none)."""
+        return self.getOrDefault(self.weightCol)
+
+    def getGroupWeightCol(self) -> str:
+        """The group weight column ('' = none)."""
+        return self.getOrDefault(self.groupWeightCol)
 
     def getSolver(self) -> str:
         return self.getOrDefault(self.solver)

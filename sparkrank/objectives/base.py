@@ -19,6 +19,7 @@ import numpy as np
 from ..conventions import LambdaForm
 from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
+from ..kernels.pair_weights import PairWeightKernel
 
 
 class NonFiniteError(ValueError):
@@ -179,9 +180,10 @@ class RegularizedRisk(Objective):
         return {self.progress_stat: int(round(self._point(w).named(self.kernel)[self.progress_stat]))}
 
 
-def require_pairs(engine: Engine, data_name: str | None = None) -> int:
-    """The number of preference pairs, or a :class:`DataError` when there are none (naming the
-    input, ``data_name``, when the caller knows it)."""
+def require_pairs(engine: Engine, data_name: str | None = None) -> int | float:
+    """The number of preference pairs (with weights: their weight ``Σ b_q a_u a_l``,
+    :func:`pair_weight`), or a :class:`DataError` when there are none (naming the input,
+    ``data_name``, when the caller knows it)."""
     s = engine.summary
     named = f"{data_name}: " if data_name else ""
     if s.n_rows == 0:
@@ -191,7 +193,22 @@ def require_pairs(engine: Engine, data_name: str | None = None) -> int:
             f"{named}no preference pairs: all {s.n_groups} query group(s) have a single label level, "
             "so there is nothing to rank"
         )
-    return s.n_pairs
+    if not s.weighted:
+        return s.n_pairs
+    total = pair_weight(engine)
+    if not total > 0:
+        raise DataError(f"{named}no preference pairs of positive weight: every one of the {s.n_pairs} pairs "
+                        "has a row or group of weight 0")
+    return total
+
+
+def pair_weight(engine: Engine) -> float:
+    """``Σ b_q a_u a_l`` over the preference pairs (:mod:`sparkrank.data.weights`), one engine pass
+    (the pair count itself when the data is unweighted: no pass)."""
+    if not engine.summary.weighted:
+        return float(engine.summary.n_pairs)
+    kernel = PairWeightKernel()
+    return kernel.named(engine.run(np.zeros(engine.summary.n_features), kernel).stats)["pair_weight"]
 
 
 def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: float) -> np.ndarray:

@@ -169,6 +169,8 @@ class TopPushObjective(RegularizedRisk):
         self.n_units = int(round(counts["n_units"]))
         self.n_units_skipped = int(round(counts["n_units_skipped"]))
         self.top_k_sum = int(round(counts["top_k_sum"]))
+        # m of li2014: the positives, or with weights Σ b_q·a_i over them (equal when unweighted)
+        self.positive_weight = counts["positive_weight"]
         if self.scope == "global" and int(round(counts["n_blocks"])) > 1:
             raise ValueError(
                 f"scope='global' ranks all rows at once, but the engine runs kernels on "
@@ -183,8 +185,10 @@ class TopPushObjective(RegularizedRisk):
                      self.n_units_skipped, self.n_units, self._unit_name, self.threshold)
         self.kernel = TopPushPrimalKernel(self.threshold, self.scope, self.top_fraction)
         # the primal in li2014's λ form: (λ/2)‖w‖² + (1/m) Σ_i ℓ
-        self._setup(engine, count=self.n_positives, C=C, form="lambda")
-        self.lam_m = self.lam * self.n_positives  # = 1/C
+        weighted = self.positive_weight != self.n_positives
+        self.m = self.positive_weight if weighted else self.n_positives
+        self._setup(engine, count=self.m, C=C, form="lambda")
+        self.lam_m = self.lam * self.m  # = 1/C
 
     @property
     def _unit_name(self) -> str:
@@ -200,7 +204,7 @@ class TopPushObjective(RegularizedRisk):
 
     def primal_bound(self, dual_value: float) -> float:
         """The lower bound ``−F/m ≤ min P`` a feasible dual point certifies."""
-        return -dual_value / self.n_positives
+        return -dual_value / self.m
 
     def initial_point(self) -> DualIterate:
         """``α = β = 0`` (feasible; ``w = 0``, ``F = 0``)."""
@@ -215,7 +219,7 @@ class TopPushObjective(RegularizedRisk):
         s = kernel.named(r.stats)
         w_next = r.gradient / self.lam_m  # w(x₊) = Xᵀc/(λm)
         candidate = DualIterate(w_next, current.w, r.state, self.dual_value_from(w_next, s["conj_next"]))
-        primal_y = 0.5 * self.lam * float(w_y @ w_y) + s["primal_loss_y"] / self.n_positives
+        primal_y = 0.5 * self.lam * float(w_y @ w_y) + s["primal_loss_y"] / self.m
         return ProjectedStep(candidate, self.dual_value_from(w_y, s["conj_y"]), float(s["linear"]),
                              float(s["dist2"]), w_y, primal_y, int(round(s["not_at_top_y"])))
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...data.arrow import RowError, group_id_array, label_array, table_to_csr
 from ...data.block import DROP_HINT, RankingData
+from ...data.weights import WeightColumns, WeightError
 
 #: The file of a block whose features are dense rows (a fixed-width array column): one
 #: C-ordered ``(rows, width)`` array instead of CSR's three, no column indices.
@@ -62,6 +63,8 @@ def write_groups(path: str, data: RankingData) -> int:
     g = data.groups
     arrays = {"labels": g.labels, "offsets": g.offsets, "label_rank": g.label_rank,
               "n_levels": g.n_levels, "pairs_per_group": g.pairs_per_group}
+    if g.weighted:  # data/weights.py; open_block reads them when present
+        arrays.update(row_weights=g.row_weights, group_weights=g.group_weights)
     if data.qids is not None:
         arrays["qids"] = np.asarray(data.qids)
     return _save_arrays(path, arrays)
@@ -124,7 +127,8 @@ def _fixed_width_message(table, spec) -> str | None:
 class BlockWriter:
     """Decodes Arrow chunks of one block's rows (in order) into the block directory ``path``."""
 
-    def __init__(self, path: str, label_col: str, qid_col: str | None, spec, dtype, max_features: int):
+    def __init__(self, path: str, label_col: str, qid_col: str | None, spec, dtype, max_features: int,
+                 weights: WeightColumns = WeightColumns()):
         if os.path.exists(path):
             shutil.rmtree(path)
         os.makedirs(path)
@@ -132,6 +136,8 @@ class BlockWriter:
         self.dtype, self.max_features = np.dtype(dtype).type, max_features
         self.rows = 0
         self.width = 0
+        self.weights = weights
+        self._weights: list[tuple] = []  # per chunk: (row weights, group weights) or Nones
         self._labels: list[np.ndarray] = []
         self._qids: list[np.ndarray] = []
         self._dense: NpyAppender | None = None
@@ -153,6 +159,11 @@ class BlockWriter:
         qids = None if self.qid_col is None else group_id_array(chunk.column(self.qid_col), self.qid_col, "",
                                                                  DROP_HINT)
         X = table_to_csr(chunk, self.spec, None, self.dtype, "", self.max_features, layout="auto")
+        if self.weights:
+            try:
+                self._weights.append(self.weights.arrays(chunk))
+            except WeightError as exc:  # a row of the chunk: the caller names it
+                raise RowError("", exc.row, exc.detail) from None
         width = int(X.shape[1])
         what = _fixed_width_message(chunk, self.spec)
         if what is not None and self.rows and width != self.width:
@@ -187,12 +198,17 @@ class BlockWriter:
             return write_block(self.path, empty)
         labels = np.concatenate(self._labels)
         qids = np.concatenate(self._qids) if self.qid_col is not None else None
-        self._labels, self._qids = [], []
+        weights = {}
+        if self.weights:  # row_weights, group_weights as RankingData.from_arrays takes them
+            weights = {name: None if parts[0] is None else np.concatenate(parts)
+                       for name, parts in zip(("row_weights", "group_weights"), zip(*self._weights))}
+        self._labels, self._qids, self._weights = [], [], []
         # the groups (and every check of labels and ids) as RankingData makes them, without X
-        grouped = RankingData.from_arrays(np.zeros((self.rows, 0)), labels, qids, dtype=self.dtype, layout="dense")
+        grouped = RankingData.from_arrays(np.zeros((self.rows, 0)), labels, qids, dtype=self.dtype, layout="dense",
+                                          **weights)
         nbytes = self._close_features()
         if grouped.input_order is not None:  # a query's rows apart: reorder them as from_arrays does
-            data = RankingData.from_arrays(self._features(), labels, qids, dtype=self.dtype, layout="auto")
+            data = RankingData.from_arrays(self._features(), labels, qids, dtype=self.dtype, layout="auto", **weights)
             return write_block(self.path, data)
         nbytes += write_groups(self.path, grouped)
         g = grouped.groups

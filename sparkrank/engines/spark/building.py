@@ -78,7 +78,7 @@ class StoreBuilding:
 
     def _arrange(self, df):
         cols = [self.label_col] + ([self.qid_col] if self.qid_col else [])
-        cols += self.spec.columns
+        cols += self.spec.columns + self.weights.columns
         df, order = _with_read_order(df, cols)
         P = self.num_partitions
         if self.placement == "executor":
@@ -105,7 +105,7 @@ class StoreBuilding:
 
     def _build_by_shuffle(self) -> list:
         task = store.build_block_task(self.owner, self._new_store(), self.label_col, self.qid_col, self.spec,
-                                       self.dtype)
+                                      self.dtype, self.weights)
         self._refs_df = self._df.mapInArrow(task, store.REF_SCHEMA).cache()
         log.info("building %d blocks (shuffling rows by %s and decoding them on the executors)",
                  self.num_partitions, self.qid_col or "row order")
@@ -126,7 +126,7 @@ class StoreBuilding:
         ``None`` (nothing kept) when the rows must be shuffled after all."""
         from . import parquet_blocks as pb
 
-        cols = [self.label_col, self.qid_col, *self.spec.columns]
+        cols = [self.label_col, self.qid_col, *self.spec.columns, *self.weights.columns]
         try:
             row_groups = pb.plan_row_groups(self._parquet_files, cols)
         except OSError as exc:
@@ -146,7 +146,7 @@ class StoreBuilding:
             self._parquet_files = []
             return None
         task = pb.build_task(self.owner, self._new_store(), row_groups, runs, self.label_col, self.qid_col,
-                             self.spec, self.dtype)
+                             self.spec, self.dtype, self.weights)
         log.info("building %d blocks (reading %d Parquet row groups of %d files straight into them)",
                  len(runs), len(row_groups), len(self._parquet_files))
         self._refs_rdd = self.sc.parallelize(range(len(runs)), max(len(runs), 1)) \
@@ -220,10 +220,12 @@ class StoreBuilding:
         if self.placement == "driver":
             self._collect_driver_groups()
             g = self.groups
-            self._summary = DataSummary(n_rows, self.n_features, g.n_groups, g.n_pairs, g.n_groups_without_pairs)
+            self._summary = DataSummary(n_rows, self.n_features, g.n_groups, g.n_pairs, g.n_groups_without_pairs,
+                                        bool(self.weights))
         else:
             self._summary = DataSummary(n_rows, self.n_features, sum(r.n_groups for r in refs),
-                                        sum(r.n_pairs for r in refs), sum(r.n_groups_without_pairs for r in refs))
+                                        sum(r.n_pairs for r in refs), sum(r.n_groups_without_pairs for r in refs),
+                                        bool(self.weights))
         s = self._summary
         log.info("spark %s placement: %d partitions, %d rows, %d groups (%d without pairs), %d pairs, "
                  "%d features, %.1f MB cached as memory-mapped blocks, built in %.1fs",
@@ -252,3 +254,7 @@ class StoreBuilding:
             self.groups = QueryGroups.from_offsets(labels, offsets)
         else:
             self.groups = QueryGroups.single(labels)
+        if self.weights:  # the blocks' weights, checked as they were built (data/weights.py)
+            row = np.concatenate([p[3][0] if p[3] else np.ones(len(p[1])) for p in parts]) if parts else np.zeros(0)
+            per_row = np.concatenate([p[3][1] if p[3] else np.ones(len(p[1])) for p in parts]) if parts else row
+            self.groups = self.groups.with_weights(row, per_row[self.groups.offsets[:-1]])

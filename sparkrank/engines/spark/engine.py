@@ -41,6 +41,7 @@ import numpy as np
 
 from ...choices import PLACEMENTS
 from ...data.block import DataError
+from ...data.weights import WeightColumns
 from ...io.spark.columns import feature_spec
 from ...io.spark.errors import ClusterError
 from ...kernels.base import ScoreKernel
@@ -102,8 +103,8 @@ class SparkEngine(StoreBuilding, Engine):
     df : pyspark.sql.DataFrame
         One row per item: a label column, optionally a group-id column, and features as a
         Spark ML vector, an array column, or ``indices``/``values`` list columns.
-    label_col, qid_col, features_col : str
-        Column names; ``qid_col=None`` (or a missing column) means one global ranking.
+    label_col, qid_col, features_col, weight_col, group_weight_col : str
+        Column names; ``qid_col=None`` (or a missing column) means one global ranking; weights: data/weights.py.
     placement : {"auto", "executor", "driver"}
         Where the kernel runs; ``auto`` = executor when there are group ids.
     num_partitions : int, optional
@@ -158,6 +159,7 @@ class SparkEngine(StoreBuilding, Engine):
         parquet_files: list[str] | None = None,
         row_locator=None,
         size_hint=None,
+        weight_col: str | None = None, group_weight_col: str | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -179,6 +181,7 @@ class SparkEngine(StoreBuilding, Engine):
         if qid_col is not None and qid_col not in names:
             qid_col = None
         self.label_col, self.qid_col = label_col, qid_col
+        self.weights = WeightColumns(weight_col, group_weight_col).present_in(names)  # data/weights.py
         self.spec = feature_spec(df, features_col)
         if placement == "auto":
             placement = "executor" if qid_col else "driver"
@@ -210,7 +213,7 @@ class SparkEngine(StoreBuilding, Engine):
 
     #: What an engine derived from this one (a fold view, :mod:`sparkrank.engines.spark.folds`)
     #: shares with it: the session, the columns, the placement and the block layout.
-    SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "spec",
+    SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "weights", "spec",
                        "placement", "num_partitions", "dtype", "aggregation_depth", "tile_bytes", "_source_df",
                        "_row_locator", "_df", "_auto_partitions", "_session_memory")
 

@@ -26,6 +26,7 @@ def build_engine(source, *, spark=None, n_features: int | None = None, dtype: ty
     from .engine import SparkEngine
 
     df, cols = source.dataframe(spark or active_or_new_session())
+    weights = getattr(getattr(source, "columns", None), "weights", None)  # data/weights.py
     local_files = getattr(source, "local_parquet_files", None)
     hint = None if num_partitions else input_shape(source, np.dtype(dtype).itemsize)
     try:
@@ -33,7 +34,9 @@ def build_engine(source, *, spark=None, n_features: int | None = None, dtype: ty
                            placement=placement, num_partitions=num_partitions, dtype=dtype,
                            aggregation_depth=aggregation_depth, n_features=n_features,
                            drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
-                           row_locator=getattr(source, "locate_row", None), size_hint=hint)
+                           row_locator=getattr(source, "locate_row", None), size_hint=hint,
+                           weight_col=weights.row if weights else None,
+                           group_weight_col=weights.group if weights else None)
     except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process
         from ...io.spark.errors import CAST_CONDITION, data_error_in
         from ...io.where import cannot_read

@@ -156,7 +156,7 @@ def block_rows(row_groups: list[RowGroup], run: tuple[int, int], qid_col: str, f
 
 
 def build_task(owner: store.Owner, store_id: str, row_groups: list[RowGroup], runs: list[tuple[int, int]],
-               label_col: str, qid_col: str, spec, dtype_name: str):
+               label_col: str, qid_col: str, spec, dtype_name: str, weights=None):
     """A ``mapPartitionsWithIndex`` function: partition ``i`` reads run ``i`` into one block
     and yields its reference (a :class:`pyspark.sql.Row` with the fields of
     :data:`~sparkrank.engines.spark.store.REF_SCHEMA`, plus ``group_ids``: its distinct query ids)."""
@@ -164,7 +164,7 @@ def build_task(owner: store.Owner, store_id: str, row_groups: list[RowGroup], ru
 
     dtype = np.dtype(dtype_name).type
     max_features = max_features_limit()
-    columns = [label_col, qid_col, *spec.columns]
+    columns = [label_col, qid_col, *spec.columns, *(weights.columns if weights else [])]
 
     def task(index, _):
         from pyspark.sql import Row
@@ -180,7 +180,7 @@ def build_task(owner: store.Owner, store_id: str, row_groups: list[RowGroup], ru
         offset = 0  # rows of the pieces before the one being read
         try:
             writer = BlockWriter(os.path.join(store.app_dir(owner), store_id, f"part-{index:05d}"), label_col,
-                                 qid_col, spec, dtype, max_features)
+                                 qid_col, spec, dtype, max_features, *([weights] if weights else []))
             pieces = block_rows(row_groups, runs[index], qid_col, files)
             # a batch of rows in memory at a time, decoded into the block's files (block_writer.py)
             for g, a, b in pieces:

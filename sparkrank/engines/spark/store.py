@@ -221,7 +221,8 @@ def _sweep_once(owner: Owner) -> None:
         sweep_stale_applications(owner.app_id)
 
 
-def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str):
+def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str | None, spec, dtype_name: str,
+                     weights=None):
     """A ``mapInArrow`` function: Arrow batches of one partition -> one block file + one ref row.
 
     Rows arrive shuffled (grouped by qid), so a bad row is named by its qid, never by its
@@ -247,7 +248,7 @@ def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str |
                "n_pairs": 0, "n_groups_without_pairs": 0, "width": 0, "nnz": 0, "nbytes": 0, "error": None}
         # the rows decoded batch by batch into the block's files (block_writer.py: one batch in memory)
         writer = BlockWriter(os.path.join(app_dir(owner), store_id, f"part-{pid:05d}"), label_col, qid_col, spec,
-                             dtype, max_features)
+                             dtype, max_features, *([weights] if weights else []))
         batch = None
         try:
             for batch in batches:
@@ -385,7 +386,10 @@ def open_block(path: str, width: int) -> Block:
         _check_app_dir(path)
         qpath = os.path.join(path, "qids.npy")
         qids = np.load(qpath, allow_pickle=False) if os.path.exists(qpath) else None
-        block = _OPEN[path] = Block(None, QueryGroups(*(_load(path, name) for name in _GROUP_ARRAYS)), qids)
+        groups = QueryGroups(*(_load(path, name) for name in _GROUP_ARRAYS))
+        if os.path.exists(os.path.join(path, "row_weights.npy")):  # weighted rows (block_writer.write_groups)
+            groups = groups.with_weights(_load(path, "row_weights"), _load(path, "group_weights"))
+        block = _OPEN[path] = Block(None, groups, qids)
     X = _MAPPED.get(path)
     if X is None:
         _MAPPED.clear()  # the block this worker used before: unmapped once the task lets go of it

@@ -156,7 +156,10 @@ def labels_task():
                 b = open_block(ref.path, ref.width)
                 sizes = np.diff(b.groups.offsets)
                 qid_rows = None if b.qids is None else np.repeat(b.qids, sizes)
-                yield ref.partition, np.array(b.groups.labels), qid_rows
+                weights = None
+                if b.groups.weighted:  # row weights, and group weights per row
+                    weights = (np.array(b.groups.row_weights), np.repeat(b.groups.group_weights, sizes))
+                yield ref.partition, np.array(b.groups.labels), qid_rows, weights
 
     return worker_task(task)
 

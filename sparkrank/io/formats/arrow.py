@@ -197,6 +197,7 @@ def _first_bad_row(children, flt, columns, read: dict) -> str | None:
 
     from ...data.arrow import RowError
     from ...data.table import ranking_data_from_table
+    from ...data.weights import WeightError
 
     for child in children:
         for fragment in child.get_fragments(filter=flt):
@@ -207,7 +208,8 @@ def _first_bad_row(children, flt, columns, read: dict) -> str | None:
             name = U.display_name(fragment.path)
             try:
                 ranking_data_from_table(table, columns, where=f"{name}: ", **read)
-            except RowError as exc:
+                columns.weights.arrays(table)  # data/weights.py: a bad weight is a bad row too
+            except (RowError, WeightError) as exc:
                 row = table.column('__sparkrank_row')[exc.row].as_py()
                 return f"{name}: row {row}{_line_of_record(child, fragment.path, row)}: {exc.detail}"
             except DataError:

@@ -1,0 +1,77 @@
+"""The cost of row and group weights: one engine pass per kernel, weighted against unweighted.
+
+    python bench/weights.py [--rows 200000] [--features 50] [--threads 1]
+
+Same rows and labels (``make_ranking_data``), once without weights and once with random row
+weights in [0, 3) and group weights in [0, 2) (a tenth of each zero); each pass of the local
+engine (``X·v``, the kernel, ``Xᵀc``) is timed at the same point, best of 3.  Prints a table
+and the ratio that matters, weighted / unweighted (target at most 1.1), and writes
+``bench/results/weights.json``.  CSR rows (``--layout sparse``, the default) take the same tile
+path either way; with ``--layout dense`` the unweighted TRON passes run the compiled group forms,
+which weighted rows do not have, so the ratio there also prices that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from _common import best_time, table, write_result
+from sparkrank.data.block import RankingData
+from sparkrank.datasets import make_ranking_data
+from sparkrank.engines.local import LocalEngine
+from sparkrank.kernels.losses import HingeKernel, SquaredHingeHessianKernel, SquaredHingeKernel
+from sparkrank.kernels.ranknet import RankNetKernel
+from sparkrank.kernels.toppush import TopPushPrimalKernel
+
+
+def weighted_copy(data: RankingData, seed: int) -> RankingData:
+    """``data`` with random row and group weights (some zero)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 3, data.n_rows) * (rng.random(data.n_rows) > 0.1)
+    b = rng.uniform(0, 2, data.groups.n_groups) * (rng.random(data.groups.n_groups) > 0.1)
+    return RankingData(data.X, data.groups.with_weights(a, b), data.qids, data.input_order)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--features", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--layout", choices=("sparse", "dense"), default="sparse")
+    args = ap.parse_args(argv)
+    data, _ = make_ranking_data(args.rows, args.features, rows_per_group=120, n_levels=5, density=0.5, seed=1)
+    if args.layout == "dense":
+        data = RankingData(np.ascontiguousarray(data.X.toarray()), data.groups, data.qids, data.input_order)
+    engines = {"unweighted": LocalEngine(data, threads=args.threads),
+               "weighted": LocalEngine(weighted_copy(data, 2), threads=args.threads)}
+    w = np.random.default_rng(3).normal(size=data.n_features) * 0.1
+    v = np.random.default_rng(4).normal(size=data.n_features)
+    kernels = {"L2 value+gradient (TRON)": SquaredHingeKernel(), "L1 hinge (BMRM)": HingeKernel(),
+               "RankNCG fast gradient": RankNetKernel("fast"), "TopPush primal": TopPushPrimalKernel()}
+    rows = []
+    for name, kernel in kernels.items():
+        seconds = {k: best_time(lambda e=e: e.run(w, kernel)) for k, e in engines.items()}
+        rows.append({"pass": name, **seconds, "ratio": seconds["weighted"] / seconds["unweighted"]})
+    # TRON's Hessian product at a kept point (the pass it runs most)
+    hessian = {}
+    for k, e in engines.items():
+        state = e.run(w, SquaredHingeKernel(), keep_state=True).state
+        hessian[k] = best_time(lambda e=e, state=state: e.run(v, SquaredHingeHessianKernel(), state=state))
+    rows.append({"pass": "L2 Hessian product (TRON)", **hessian, "ratio": hessian["weighted"] / hessian["unweighted"]})
+    print(f"{args.rows} rows x {args.features} features ({args.layout}), groups of 120, 5 levels, "
+          f"{args.threads} thread(s); seconds per pass, best of 3")
+    print(table(rows, ["pass", "unweighted", "weighted", "ratio"]))
+    worst = max(r["ratio"] for r in rows)
+    print(f"weighted / unweighted pass: at most {worst:.2f}x (target <= 1.1x)")
+    path = write_result(f"weights-{args.layout}", {"rows": args.rows, "features": args.features,
+                                                   "threads": args.threads, "layout": args.layout,
+                                                   "passes": rows, "worst_ratio": worst})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
