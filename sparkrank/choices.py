@@ -35,7 +35,7 @@ STANDARDIZATIONS: tuple[str, ...] = ("none", "minmax", "standard")
 FEATURE_LAYOUTS: tuple[str, ...] = ("auto", "sparse", "dense")
 
 #: Where the Spark engine runs the score-space kernel (docs/design.md §2).
-PLACEMENTS: tuple[str, ...] = ("auto", "executor", "driver")
+PLACEMENTS: tuple[str, ...] = ("auto", "executor", "driver", "range")
 
 #: NDCG discount conventions and zero-IDCG rules (:mod:`sparkrank.conventions`).
 NDCG_DISCOUNTS: tuple[str, ...] = ("letor", "yahoo")

@@ -212,7 +212,9 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
     g.add_argument("--master", help="Spark master URL, e.g. local[4] or spark://host:7077 (implies Spark)")
     g.add_argument("--partitions", type=POSITIVE_INT, help="Spark blocks to build (default: default parallelism)")
     g.add_argument("--placement", choices=PLACEMENTS, default=defaults.PLACEMENT,
-                   help="where the pair counting runs: executor (grouped data, default) or driver")
+                   help="where the pair counting runs: executor (grouped data, default), driver (one global "
+                        "ranking, default) or range (one global ranking counted by score ranges on the "
+                        "executors: RankSVM L1/L2, local master)")
     g.add_argument("--aggregation-depth", type=POSITIVE_INT, metavar="D",
                    help="Spark: treeAggregate depth of a pass's sums (default: 1, one stage per pass, unless "
                         "partitions x features exceed ~700k; then 2)")

@@ -25,7 +25,7 @@ from ..conventions import MARGIN
 from ..data.groups import QueryGroups
 from ..numerics.exact_sum import dd_add, sum_dd
 from .base import KernelResult, ScoreKernel, Statistics
-from .counting import DEFAULT_COUNTING, count_support_pairs, sort_within_groups
+from .counting import DEFAULT_COUNTING, PairCounts, count_support_pairs, sort_within_groups
 
 #: The statistics of a pairwise RankSVM loss kernel: the loss sum and the support pairs.
 LOSS_STATISTICS = ("loss", "support_pairs")
@@ -44,9 +44,17 @@ class HingeKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+<<<<<<< HEAD
         if groups.weighted:
             return self._weighted(groups, scores)
         counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
+=======
+        return self.from_counts(count_support_pairs(groups, scores, margin=MARGIN, method=self.counting,
+                                                    pair_rule=self.pair_rule), scores)
+
+    def from_counts(self, counts: PairCounts, scores: np.ndarray) -> KernelResult:
+        """The result from the rows' support-pair counts (also range placement's formula)."""
+>>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
         c, d = counts.n_above, counts.n_below
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
@@ -93,6 +101,11 @@ class SquaredHingeKernel(ScoreKernel):
             return self._weighted(groups, scores, order)
         k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting,
                                 pair_rule=self.pair_rule)
+        return self.from_counts(k, scores, (scores, order))
+
+    def from_counts(self, k: PairCounts, scores: np.ndarray, state=None) -> KernelResult:
+        """The result from the rows' support-pair counts and ``α`` sums (``v = p``), keeping
+        ``state`` (also range placement's formula, where the engine keeps the scores)."""
         l_sum = (k.n_above + k.n_below).astype(np.float64)
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
@@ -102,7 +115,7 @@ class SquaredHingeKernel(ScoreKernel):
         stats = self.statistics_from_sums(sum_dd((l_sum * scores - alpha + 2.0 * l_diff) * scores),
                                           k.n_above.sum(), k.n_below.sum(),
                                           None if diagonal is None else sum_dd(diagonal))
-        return stats.result(coef, (scores, order), diagonal)
+        return stats.result(coef, state, diagonal)
 
     def _weighted(self, groups: QueryGroups, scores: np.ndarray, order) -> KernelResult:
         # the expressions above with weight sums l±, α± = Σ a_j p_j and each row's terms times
@@ -169,9 +182,18 @@ class SquaredHingeHessianKernel(ScoreKernel):
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         p, order = state[0], state[1]  # the group form also keeps its sweep plan: same support set
+<<<<<<< HEAD
         weights = groups.row_weights if groups.weighted else None
         k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting,
                                 pair_rule=self.pair_rule, weights=weights)
+=======
+        return self.from_counts(count_support_pairs(groups, p, scores, order=order, margin=MARGIN,
+                                                    method=self.counting, pair_rule=self.pair_rule), scores)
+
+    def from_counts(self, k: PairCounts, scores: np.ndarray) -> KernelResult:
+        """The product from the support set's counts and ``γ`` sums (``v = u``; also range
+        placement's formula)."""
+>>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
         if weights is not None:  # γ± = Σ a_j u_j; the row's terms times b_q·a_k
             coef *= groups.row_factors()
@@ -194,9 +216,17 @@ class SupportPairDiagonalKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+<<<<<<< HEAD
         weights = groups.row_weights if groups.weighted else None
         k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule,
                                 weights=weights)
+=======
+        return self.from_counts(count_support_pairs(groups, scores, margin=MARGIN, method=self.counting,
+                                                    pair_rule=self.pair_rule), scores)
+
+    def from_counts(self, k: PairCounts, scores: np.ndarray) -> KernelResult:
+        """The diagonal from the rows' support-pair counts (also range placement's formula)."""
+>>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
         coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
         if weights is not None:
             coef *= groups.row_factors()

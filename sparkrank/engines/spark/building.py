@@ -217,7 +217,12 @@ class StoreBuilding:
             start += r.n_rows
         n_rows = start
         self._check_memory(refs)
-        if self.placement == "driver":
+        if self.placement == "range":
+            from .range_placement import RangePlacement
+
+            self._range = RangePlacement(self, self._n_ranges)
+            self._summary = self._range.summary
+        elif self.placement == "driver":
             self._collect_driver_groups()
             g = self.groups
             self._summary = DataSummary(n_rows, self.n_features, g.n_groups, g.n_pairs, g.n_groups_without_pairs,

@@ -6,9 +6,8 @@ Two placements of the score-space kernel (docs/design.md §2):
   task runs the kernel on its own groups and returns only ``(stats, Xᵀc)``, summed by
   ``treeAggregate``.  The driver never holds an m-length array.  Kernel state (TRON's
   sorted order) stays beside the block on the executor.
-* ``driver``: the only choice for one global ranking.  Executors compute ``X·w``; the
-  driver gathers the scores, runs the kernel over the global groups, broadcasts ``c``;
-  executors compute ``Xᵀc`` from their slice; ``treeAggregate`` sums.
+* ``driver`` (the default for one global ranking): the driver gathers the scores ``X·w``, runs the
+  kernel, broadcasts ``c``; executors compute ``Xᵀc``, ``treeAggregate`` sums.  ``range``: range_placement.py.
 
 Every pass sends the vector inside its tasks (up to :data:`INLINE_ARRAY_BYTES`) or as a
 broadcast destroyed afterwards (Spark ML's ``RDDLossFunction``), and runs one task per block, or
@@ -45,7 +44,7 @@ from ...data.weights import WeightColumns
 from ...io.spark.columns import feature_spec
 from ...io.spark.errors import ClusterError
 from ...kernels.base import ScoreKernel
-from ...numerics.exact_sum import add_split_steps, dd_round, split_steps, step_starts
+from ...numerics.exact_sum import add_split_steps, dd_round
 from .. import tiles
 from ..base import ColumnMoments, DataSummary, Engine, PassResult, StateHandle
 from . import kernel_state, sizing, store, tasks
@@ -54,7 +53,7 @@ from .progress import job_progress
 
 log = logging.getLogger("sparkrank.spark")
 
-Placement = Literal["auto", "executor", "driver"]
+Placement = Literal["auto", "executor", "driver", "range"]
 #: Rebuilds (of the block store, or of lost kernel states) one pass may need before it gives up.
 MAX_RECOVERIES = 3
 
@@ -105,8 +104,8 @@ class SparkEngine(StoreBuilding, Engine):
         Spark ML vector, an array column, or ``indices``/``values`` list columns.
     label_col, qid_col, features_col, weight_col, group_weight_col : str
         Column names; ``qid_col=None`` (or a missing column) means one global ranking; weights: data/weights.py.
-    placement : {"auto", "executor", "driver"}
-        Where the kernel runs; ``auto`` = executor when there are group ids.
+    placement : {"auto", "executor", "driver", "range"}
+        Where the kernel runs; ``auto`` = executor with group ids; ``range``: see range_placement.py.
     num_partitions : int, optional
         Blocks to build.  Default: from the memory model (:mod:`sparkrank.engines.spark.sizing`), enough
         that each Python worker's block fits its budget, at least the context's default
@@ -159,7 +158,7 @@ class SparkEngine(StoreBuilding, Engine):
         parquet_files: list[str] | None = None,
         row_locator=None,
         size_hint=None,
-        weight_col: str | None = None, group_weight_col: str | None = None,
+        weight_col: str | None = None, group_weight_col: str | None = None, n_ranges: int | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -189,7 +188,9 @@ class SparkEngine(StoreBuilding, Engine):
             raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
         if placement == "executor" and qid_col is None:
             raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
-        self.placement = placement
+        if placement == "range" and qid_col is not None:
+            raise ValueError("range placement needs one global ranking (no query ids); use executor placement")
+        self.placement, self._n_ranges = placement, n_ranges
         self.dtype = np.dtype(dtype).name
         self._auto_partitions = num_partitions is None
         self.num_partitions = num_partitions or sizing.default_partitions(
@@ -238,7 +239,7 @@ class SparkEngine(StoreBuilding, Engine):
         self._plans_bc = None  # driver placement: the partitions' steps of Xᵀc (_step_plans)
         self._coalesced = None  # local master: the references in fewer tasks (_pass_refs)
         self._parquet_files: list[str] = []
-        self._digest = None  # data_digest(), made on first use (a checkpointed fit)
+        self._digest = self._range = None  # data_digest() (made on first use); range placement's passes
 
     def _open(self) -> None:
         """Build the blocks, the engine registered for closing at exit first."""
@@ -259,7 +260,8 @@ class SparkEngine(StoreBuilding, Engine):
         vector = np.ascontiguousarray(vector, dtype=np.float64)
         if self.placement == "executor":
             return self._with_recovery(lambda replay: self._run_executor(vector, kernel, state, keep_state, replay))
-        return self._with_recovery(lambda replay: self._run_driver(vector, kernel, state, keep_state))
+        return self._range.run(vector, kernel, state, keep_state) if self._range is not None else \
+            self._with_recovery(lambda replay: self._run_driver(vector, kernel, state, keep_state))
 
     def _with_recovery(self, attempt):
         """``attempt(replay)`` until it returns a result: a block file missing on a task's host
@@ -402,20 +404,15 @@ class SparkEngine(StoreBuilding, Engine):
         :func:`~sparkrank.numerics.exact_sum.split_steps` ``(head, tail)`` and the step origins
         of its rows ``head:tail`` (relative to the block), for :meth:`_driver_products`."""
         if self._plans_bc is None:
-            offsets = self.groups.offsets
-            plans = {}
-            for r in self.refs:
-                a = self.row_start[r.partition]
-                head, tail = split_steps(offsets, a, a + r.n_rows)
-                plans[r.partition] = (head - a, tail - a, step_starts(offsets, head, tail))
-            self._plans_bc = self.sc.broadcast(plans)
+            self._plans_bc = self.sc.broadcast(tasks.step_plans(self.refs, self.row_start, self.groups.offsets))
         return self._plans_bc
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);
         retried like :meth:`run` when block files went missing."""
         vector = np.ascontiguousarray(vector, dtype=np.float64)
-        return self._with_recovery(lambda replay: self._column_moments(vector, kernel))
+        return self._range.column_moments(vector, kernel) if self._range is not None else \
+            self._with_recovery(lambda replay: self._column_moments(vector, kernel))
 
     def _column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         with self._broadcast(vector) as (bw,):
@@ -443,7 +440,9 @@ class SparkEngine(StoreBuilding, Engine):
         if state.released:
             return
         state.released = True
-        if self.placement == "executor":
+        if self._range is not None:
+            self._range.release(state)
+        elif self.placement == "executor":
             self._released.append(state.payload)  # deleted by the next pass's tasks
             self._recipes.pop(state.payload, None)  # (a later state's recipe may still hold it)
         else:
@@ -482,9 +481,10 @@ class SparkEngine(StoreBuilding, Engine):
         start and end in their queries (:func:`~sparkrank.data.digest.cut_plan`); else ``None``."""
         from ...data.digest import cut_plan
 
-        if self.placement != "driver":
+        if self.placement not in ("driver", "range"):
             return None
-        return {r.partition: cut_plan(self.groups.offsets, self.row_start[r.partition],
+        offsets = np.array([0, self._summary.n_rows]) if self._range is not None else self.groups.offsets
+        return {r.partition: cut_plan(offsets, self.row_start[r.partition],
                                       self.row_start[r.partition] + r.n_rows) for r in self.refs if r.n_rows}
 
     def close(self) -> None:

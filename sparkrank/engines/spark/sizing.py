@@ -117,6 +117,11 @@ def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_feature
         memory.check_driver_results(to_driver, what, session.max_result_size, session.heap_bytes,
                                     session.driver_memory)
         return
+    if placement == "range":  # the driver gets the blocks' column sums, no score per row
+        memory.check_driver_results(memory.driver_products_bytes(n_features, len(built)),
+                                    "one global ranking in range placement (the blocks' column sums, each pass)",
+                                    session.max_result_size, session.heap_bytes, session.driver_memory)
+        return
     rows = sum(int(r.n_rows) for r in built)
     scores = 8 * rows + 64 * len(built)
     memory.check_driver_results(max(scores, memory.driver_products_bytes(n_features, len(built))),

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...data import memory
 from ...io.spark.worker import worker_task
-from ...numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, step_terms
+from ...numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, split_steps, step_starts, step_terms
 from ...numerics.linalg import matvec
 from ..tiles import fused_pass, stats_sum
 from .kernel_state import MissingStates, drop_states, read_state, replay_state, write_state
@@ -99,15 +99,33 @@ def driver_products_task(coef_bcs, products: tuple[tuple[int, int], ...], row_st
             if ref.n_rows:
                 X = open_block(ref.path, ref.width).X
                 start = row_start[ref.partition]
-                head, tail, starts = plans[ref.partition]
                 wanted = [(coefs[k][start: start + ref.n_rows], p) for k, p in products]
-                sums = rmatvec_dd_products(X, wanted, (head, tail), starts)
-                cut = [*range(head), *range(tail, ref.n_rows)]
-                terms = step_terms(X, cut, wanted)
-                yield ([_padded(dd, n_features) for dd in sums], np.asarray(cut, dtype=np.int64) + start,
-                       np.pad(terms, ((0, 0), (0, 0), (0, n_features - terms.shape[2]))))
+                yield block_products(X, ref.n_rows, start, wanted, plans[ref.partition], n_features)
 
     return worker_task(task)
+
+
+def step_plans(refs, row_start: dict[int, int], offsets: np.ndarray) -> dict:
+    """Each partition's ``(head, tail, step origins)`` of ``Xᵀc`` for :func:`driver_products_task`
+    (``offsets``: where the queries start in block order)."""
+    plans = {}
+    for r in refs:
+        a = row_start[r.partition]
+        head, tail = split_steps(offsets, a, a + r.n_rows)
+        plans[r.partition] = (head - a, tail - a, step_starts(offsets, head, tail))
+    return plans
+
+
+def block_products(X, n_rows: int, start: int, wanted: list[tuple[np.ndarray, int]], plan, n_features: int):
+    """One block's ``(sums, cut rows, cut terms)`` of the products ``wanted`` (``(c, power)`` of
+    its rows) with ``plan = (head, tail, starts)`` (:func:`driver_products_task`): its whole
+    steps' double-doubles, and the global rows and terms of the steps it cuts."""
+    head, tail, starts = plan
+    sums = rmatvec_dd_products(X, wanted, (head, tail), starts)
+    cut = [*range(head), *range(tail, n_rows)]
+    terms = step_terms(X, cut, wanted)
+    return ([_padded(dd, n_features) for dd in sums], np.asarray(cut, dtype=np.int64) + start,
+            np.pad(terms, ((0, 0), (0, 0), (0, n_features - terms.shape[2]))))
 
 
 def add_split_products(a: Any, b: Any):

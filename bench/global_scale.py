@@ -1,0 +1,212 @@
+"""One global ranking on the Spark engine: driver placement against range placement as m grows.
+
+    python bench/global_scale.py [--sizes 1000000 3000000] [--labels graded real] [--features 50]
+                                 [--master local[2]] [--passes 3] [--max-iter 3] [--ranges R]
+
+For each size and label kind (``graded``: 5 levels; ``real``: real-valued utilities, nearly all
+distinct): write (once) a Parquet set of dense float32 rows without query ids, build the Spark
+blocks in each placement (the same blocks: rows in file order), and measure, per placement,
+the median of ``--passes`` passes of each of TRON's kinds (value pass with the preconditioner's
+weights, kept for the Hessian; Hessian-vector pass at it) and of BMRM's (the L1 hinge), then an
+end-to-end TRON fit of ``--max-iter`` iterations, and the peak resident memory of the driver's
+Python process (the one that holds the gathered scores in driver placement) above what it held
+before the build.  Prints the tables, each placement's growth exponent of the per-pass time in
+m, the range/driver ratio per size (the ratio that matters: at most 1 is the goal), and a short
+extrapolation to 10^8-10^9 rows from the measured per-row costs (which term dominates); writes
+bench/results/global_scale_<labels>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import RESULTS, growth_exponent, table, write_result  # noqa: E402
+from _tree_memory import TreeMemorySampler  # noqa: E402
+from sparkrank.data.memory import DRIVER_ROW_BYTES  # noqa: E402
+
+DATA_DIR = RESULTS / "data"
+
+
+def global_parquet(n_rows: int, n_features: int, labels: str, chunk: int = 250_000, seed: int = 0) -> Path:
+    """A Parquet file of one global ranking: ``label`` and float32 ``features`` (no query ids);
+    labels 5 grades at quantiles (``graded``) or the noisy utility itself (``real``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = DATA_DIR / f"global_{n_rows}x{n_features}_{labels}_s{seed}.parquet"
+    if path.exists():
+        return path
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    w_true = rng.normal(size=n_features)
+    edges, writer, tmp = None, None, path.with_suffix(".tmp")
+    for start in range(0, n_rows, chunk):
+        n = min(chunk, n_rows - start)
+        X = rng.random((n, n_features), dtype=np.float32)
+        signal = X @ w_true
+        utility = signal + 0.5 * signal.std() * rng.normal(size=n)
+        if edges is None:
+            edges = np.quantile(utility, np.linspace(0, 1, 6)[1:-1])
+        y = np.searchsorted(edges, utility).astype(np.float64) if labels == "graded" else utility.astype(np.float64)
+        table_ = pa.table({"label": pa.array(y), "features": pa.FixedSizeListArray.from_arrays(
+            pa.array(X.ravel()), n_features).cast(pa.list_(pa.float32()))})
+        if writer is None:
+            writer = pq.ParquetWriter(str(tmp), table_.schema)
+        writer.write_table(table_)
+    writer.close()
+    tmp.rename(path)
+    return path
+
+
+def _anon_bytes() -> int:
+    """This process's anonymous resident memory now (``/proc/self/status``)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _median_seconds(fn, passes: int) -> float:
+    seconds = []
+    for _ in range(passes):
+        t = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - t)
+    return float(np.median(seconds))
+
+
+def measure(spark, path: Path, placement: str, args) -> dict:
+    """Build, per-pass medians, an end-to-end fit and the driver's peak for one placement."""
+    from sparkrank.engines.spark import SparkEngine
+    from sparkrank.kernels.losses import HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel
+    from sparkrank.training import train
+
+    rng = np.random.default_rng(1)
+    w = rng.normal(scale=0.05, size=args.features)  # scores spread over a few margins
+    v = rng.normal(size=args.features)
+    before = _anon_bytes()
+    with TreeMemorySampler() as mem:
+        t0 = time.perf_counter()
+        engine = SparkEngine(spark.read.parquet(str(path)), placement=placement, dtype=np.float32,
+                             n_features=args.features, num_partitions=args.partitions, n_ranges=args.ranges)
+        build = time.perf_counter() - t0
+        try:
+            engine.run(w, HingeKernel())  # first pass: the workers load the kernels
+            value = _median_seconds(lambda: engine.release(engine.run(w, SquaredHingeDiagonalKernel(),
+                                                                      keep_state=True).state), args.passes)
+            state = engine.run(w, SquaredHingeDiagonalKernel(), keep_state=True).state
+            hessian = _median_seconds(lambda: engine.run(v, SquaredHingeHessianKernel(), state=state), args.passes)
+            engine.release(state)
+            hinge = _median_seconds(lambda: engine.run(w, HingeKernel()), args.passes)
+            t1 = time.perf_counter()
+            model = train(engine, solver="tron", C=1e-3, max_iter=args.max_iter)
+            fit = time.perf_counter() - t1
+        finally:
+            engine.close()
+    driver = [p for p in mem.peaks.processes.values() if p.role == "driver"]
+    return {"placement": placement, "build_s": build, "value_pass_s": value, "hessian_pass_s": hessian,
+            "hinge_pass_s": hinge, "fit_s": fit, "fit_iterations": model.summary["iterations"],
+            "driver_peak_rss_gb": max(p.rss for p in driver) / 1e9,
+            "driver_peak_anon_gb": max(p.anon for p in driver) / 1e9,
+            "driver_growth_gb": (max(p.anon for p in driver) - before) / 1e9, "weights": model.weights.tolist()}
+
+
+#: Passes of each kind in one TRON iteration (one value pass, ~3 Hessian products on these data).
+TRON_MIX = {"value_pass_s": 1.0, "hessian_pass_s": 3.0}
+
+
+def extrapolate(rows: list[dict], executors=(8, 64)) -> list[dict]:
+    """Per-row costs fitted at the largest measured size, scaled to 10^8 and 10^9 rows.
+
+    Driver placement: the whole pass is the driver's sort-and-count plus the executors' scan;
+    its serial part (gathering and sorting all scores) does not shrink with executors, so it is
+    taken as the whole measured time (an upper bound on the serial share; on local[2] the scan is
+    a small part), and its driver memory is the memory model's ``DRIVER_ROW_BYTES`` a row.
+    Range placement: every part runs on the executors and divides by their number against the
+    2 cores measured here; the driver's part is the sample and the histograms
+    (O(ranges × buckets)), constant in m."""
+    out = []
+    for labels in sorted({r["labels"] for r in rows}):
+        for placement in ("driver", "range"):
+            pts = [r for r in rows if r["labels"] == labels and r["placement"] == placement]
+            if not pts:
+                continue
+            big = max(pts, key=lambda r: r["m"])
+            per_row = sum(big[k] * n for k, n in TRON_MIX.items()) / big["m"]
+            for m in (10**8, 10**9):
+                for n in executors:
+                    scale = 1.0 if placement == "driver" else 2.0 / n
+                    out.append({"labels": labels, "placement": placement, "m": m, "executors": n,
+                                "iteration_s": per_row * m * scale,
+                                "driver_gb": DRIVER_ROW_BYTES * m / 1e9 if placement == "driver"
+                                else big["driver_growth_gb"],
+                                "dominant": "driver sort+count (serial)" if placement == "driver"
+                                else "executor sort+sweep and shuffle (parallel)"})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 3_000_000])
+    ap.add_argument("--labels", nargs="+", choices=("graded", "real"), default=["graded", "real"])
+    ap.add_argument("--features", type=int, default=50)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=None)
+    ap.add_argument("--ranges", type=int, default=None, help="range placement's score ranges (default: the engine's)")
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--max-iter", type=int, default=3)
+    ap.add_argument("--driver-memory", default="4g")
+    args = ap.parse_args(argv)
+
+    from sparkrank.io.spark.session import get_session
+
+    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
+    spark.sparkContext.setLogLevel("ERROR")
+    rows = []
+    for labels in args.labels:
+        for m in args.sizes:
+            path = global_parquet(m, args.features, labels)
+            for placement in ("driver", "range"):
+                r = {"labels": labels, "m": m, **measure(spark, path, placement, args)}
+                rows.append(r)
+                print(table([r], [k for k in r if k != "weights"]), flush=True)
+    columns = ["labels", "m", "placement", "build_s", "value_pass_s", "hessian_pass_s", "hinge_pass_s", "fit_s",
+               "fit_iterations", "driver_peak_anon_gb", "driver_growth_gb"]
+    print("\n" + table(rows, columns))
+    ratios, exponents = [], {}
+    for labels in args.labels:
+        for placement in ("driver", "range"):
+            pts = sorted((r["m"], r["value_pass_s"] + 3 * r["hessian_pass_s"]) for r in rows
+                         if r["labels"] == labels and r["placement"] == placement)
+            if len(pts) > 1:
+                exponents[f"{labels}/{placement}"] = growth_exponent(*zip(*pts))
+        for m in args.sizes:
+            d = next(r for r in rows if r["labels"] == labels and r["m"] == m and r["placement"] == "driver")
+            g = next(r for r in rows if r["labels"] == labels and r["m"] == m and r["placement"] == "range")
+            wd, wg = np.asarray(d["weights"]), np.asarray(g["weights"])
+            ratios.append({"labels": labels, "m": m,
+                           "weights max rel diff": float(np.max(np.abs(wg - wd)) / np.max(np.abs(wd))),
+                           **{f"range/driver {k[:-2]}": g[k] / d[k] for k in
+                              ("value_pass_s", "hessian_pass_s", "hinge_pass_s", "fit_s")},
+                           "driver growth range/driver": g["driver_growth_gb"] / max(d["driver_growth_gb"], 1e-9)})
+    print("\nrange / driver (the ratio that matters: <= 1 is the goal)\n" + table(ratios, list(ratios[0])))
+    print("\ngrowth exponent of a TRON iteration's passes (value + 3 Hessian) in m: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items()))
+    projection = extrapolate(rows)
+    print("\nextrapolated TRON iteration (value + 3 Hessian passes)\n" + table(projection, list(projection[0])))
+    out = write_result("global_scale_" + "_".join(args.labels), {"args": vars(args), "rows": rows, "ratios": ratios,
+                                        "growth_exponents": exponents, "extrapolation": projection})
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

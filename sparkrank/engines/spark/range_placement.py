@@ -1,0 +1,274 @@
+"""Range placement: the Spark engine's exact counting of one global ranking across executors.
+
+Driver placement gathers all ``m`` scores to the driver, which sorts and counts them on one
+core.  Range placement (``--placement range``) leaves them on the executors: each pass cuts
+the scores into ranges at a sample of them, every range counts the pairs inside it with the
+label trees, and pairs across ranges come from summaries (:mod:`sparkrank.kernels.range_counts`:
+per ``(label bucket, range)`` histograms combined by prefix sums, and for real-valued labels a
+scan of each label bucket in label order with per-range counts).  Each block then computes its
+rows' coefficients and ``Xᵀc`` in driver placement's steps (``range_tasks.py``).
+
+The driver holds ``O(blocks × samples + ranges × buckets)`` numbers, not ``O(m)``.  Counts are
+integers, equal to driver placement's; so the L1 loss (BMRM), its coefficients and ``Xᵀc`` are
+driver placement's bit for bit.  The squared hinge's partner sums ``α`` and ``γ`` (TRON's value
+and Hessian passes) are added per range and per summary instead of in one sweep's order, so its
+coefficients may differ from driver placement's in the last bits, and the model with them.
+
+Only the RankSVM losses' kernels run here (:func:`~sparkrank.kernels.range_counts.count_plan`
+refuses others by name), on a local master only: the final stage opens blocks by path after a
+shuffle, which does not follow the blocks' hosts on a cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...kernels import range_counts as rc
+from ...kernels.base import ScoreKernel
+from ...numerics.exact_sum import add_split_steps, dd_round
+from ...numerics.linalg import matvec
+from ..base import ColumnMoments, DataSummary, PassResult, StateHandle
+from . import range_tasks, store, tasks
+
+log = logging.getLogger("sparkrank.spark")
+
+#: Distinct labels up to which every label is its own bucket (graded labels: no bucket scans).
+MAX_EXACT_LEVELS = 4096
+#: Sampled rows per range (over all blocks, fixed for the engine) whose scores place a pass's
+#: range boundaries.
+SAMPLES_PER_RANGE = 64
+
+
+class RangePlacementRefused(ValueError):
+    """Range placement cannot run here (a cluster master, or query groups)."""
+
+
+@dataclass(frozen=True)
+class PassJob:
+    """What the tasks of one range pass need (small: shipped in the tasks)."""
+
+    plan: rc.CountPlan
+    bounds: tuple
+    n_ranges: int
+    buckets: rc.LabelBuckets
+    scores_id: int
+    values_id: int | None
+    row_start: dict
+    refs: dict
+    step_plans: dict
+    block_starts: np.ndarray
+    block_partitions: np.ndarray
+
+    @property
+    def hist_task(self) -> int:
+        """The middle-stage partition that sums the histograms (after ranges and buckets)."""
+        return self.n_ranges + (0 if self.buckets.exact else self.buckets.n_buckets)
+
+    @property
+    def partitions(self) -> list[int]:
+        return [int(p) for p in self.block_partitions]
+
+
+@dataclass
+class KeptScores:
+    """A value pass's kept state: its scores files and the ranges cut at them."""
+
+    scores_id: int
+    bounds: tuple
+
+
+class RangePlacement:
+    """The passes of a :class:`~sparkrank.engines.spark.SparkEngine` in range placement.
+
+    Parameters
+    ----------
+    engine : SparkEngine
+        Built blocks in row order (as driver placement's).
+    n_ranges : int, optional
+        Score ranges per pass; default: the tasks of a pass (:meth:`SparkEngine._pass_refs`).
+    """
+
+    def __init__(self, engine, n_ranges: int | None = None):
+        if not engine.is_local:
+            raise RangePlacementRefused(
+                "placement 'range' runs on a local master only so far (its last stage opens the blocks by path "
+                "after a shuffle); use placement 'driver' on a cluster")
+        self.engine = engine
+        self.n_ranges = n_ranges or max(engine._pass_refs().getNumPartitions(), 1)
+        self._ids = itertools.count(1)
+        self._kept: dict[int, KeptScores] = {}
+        self._dropped: list[int] = []  # score files the next pass's tasks delete
+        self._plans = None
+        self._sample = None  # (global rows, CSR rows) of the fixed sample (_bounds)
+        self.buckets, n_pairs = self._label_buckets()
+        n_rows = sum(int(r.n_rows) for r in engine.refs)
+        self.summary = DataSummary(n_rows, engine.n_features, 1, n_pairs, 0 if n_pairs else 1)
+        self._refs = {r.partition: r for r in engine.refs}
+        self._row_start = dict(engine.row_start)
+        built = sorted((engine.row_start[r.partition], r.partition) for r in engine.refs if r.n_rows)
+        self._block_starts = np.array([s for s, _ in built], dtype=np.int64)
+        self._block_partitions = np.array([p for _, p in built], dtype=np.int64)
+
+    # -- set-up ----------------------------------------------------------------------------
+    def _label_buckets(self) -> tuple[rc.LabelBuckets, int]:
+        """The label buckets of the fit and the number of preference pairs (one job; a second,
+        a shuffle of the labels, when they are not graded)."""
+        parts = self.engine._pass_refs().mapPartitions(_label_summary_task(MAX_EXACT_LEVELS)).collect()
+        exact = all(counts is not None for _, counts in parts)
+        if exact:
+            levels = np.unique(np.concatenate([v for v, _ in parts])) if parts else np.zeros(0)
+            exact = levels.shape[0] <= MAX_EXACT_LEVELS
+        if exact:
+            sizes = np.zeros(levels.shape[0])
+            for values, counts in parts:
+                np.add.at(sizes, np.searchsorted(levels, values), counts)
+            return rc.LabelBuckets(levels, True), _pairs(float(sizes.sum()), float((sizes ** 2).sum()))
+        sample = np.sort(np.concatenate([v for v, _ in parts]))
+        n_buckets = self.n_ranges
+        edges = np.unique(sample[(np.arange(1, n_buckets) * sample.size) // n_buckets])
+        buckets = rc.LabelBuckets(edges, False)
+        squares, m = self.engine._pass_refs().mapPartitions(_label_rows_task(buckets)) \
+            .partitionBy(buckets.n_buckets, int).mapPartitions(_duplicate_squares_task()) \
+            .fold((0.0, 0.0), lambda a, b: (a[0] + b[0], a[1] + b[1]))
+        return buckets, _pairs(m, squares)
+
+    # -- passes ----------------------------------------------------------------------------
+    def run(self, vector: np.ndarray, kernel: ScoreKernel, state: StateHandle | None, keep_state: bool) -> PassResult:
+        plan = rc.count_plan(kernel)
+        result, kept = self._pass(vector, kernel, plan, state, (1,))
+        stats, sums = result
+        handle = None
+        if keep_state:
+            sid = next(self._ids)
+            self._kept[sid] = kept
+            handle = StateHandle(sid)
+        elif not plan.at_state:
+            self._dropped.append(kept.scores_id)
+        grad, moments = sums[0], (sums[1:] if len(sums) > 1 else None)
+        return PassResult(dd_round(stats), grad, handle, moments)
+
+    def column_moments(self, vector: np.ndarray, kernel: ScoreKernel) -> ColumnMoments:
+        plan = rc.count_plan(kernel)
+        (stats, sums), kept = self._pass(vector, kernel, plan, None, (1, 2))
+        self._dropped.append(kept.scores_id)
+        return ColumnMoments(dd_round(stats), sums[0], sums[1])
+
+    def release(self, state: StateHandle) -> None:
+        kept = self._kept.pop(state.payload, None)
+        if kept is not None:
+            self._dropped.append(kept.scores_id)
+
+    def _pass(self, vector, kernel, plan: rc.CountPlan, state, powers):
+        """One pass: ``((stats dd, [rounded product sums]), KeptScores)``."""
+        engine = self.engine
+        if plan.at_state:
+            if state is None:
+                raise ValueError(f"{type(kernel).__name__} needs the kept state of a value pass")
+            kept = self._kept[state.payload]
+            values_id = next(self._ids)
+        else:
+            kept = KeptScores(next(self._ids), self._bounds(vector, plan))
+            values_id = None
+        job = PassJob(plan, kept.bounds, kept.bounds[0].shape[0] + 1, self.buckets, kept.scores_id, values_id,
+                      self._row_start, self._refs, self._step_plans(), self._block_starts, self._block_partitions)
+        n_final = int(self._block_partitions.max()) + 1 if self._block_partitions.size else 1
+        dropped, self._dropped = tuple(self._dropped), []
+        with engine._broadcast(vector) as (vector_bc,):
+            total = engine._pass_refs().mapPartitions(range_tasks.route_task(job, vector_bc, dropped)) \
+                .partitionBy(job.hist_task + 1, int) \
+                .mapPartitionsWithIndex(range_tasks.middle_task(job)) \
+                .partitionBy(n_final, int) \
+                .mapPartitionsWithIndex(range_tasks.final_task(job, kernel, powers, engine.n_features)) \
+                .treeAggregate(None, range_tasks.add_final, range_tasks.add_final, depth=1)
+        if values_id is not None:
+            self._dropped.append(values_id)
+        engine._processed += (1, self.summary.n_rows, 1)
+        if total is None:
+            zero = np.zeros(engine.n_features)
+            return ((np.zeros(len(kernel.statistics)), np.zeros(len(kernel.statistics))),
+                    [zero for _ in powers]), kept
+        stats, (sums, rows, terms) = total
+        sums = [tasks.dense_sums(t) for t in sums]
+        offsets = np.array([0, self.summary.n_rows], dtype=np.int64)
+        return (stats, [dd_round(t) for t in add_split_steps(sums, offsets, rows, terms)]), kept
+
+    def _bounds(self, vector, plan: rc.CountPlan) -> tuple:
+        """The range boundaries of a pass at ``vector``: from the scores of the driver's fixed
+        sample of rows (any boundaries give the same counts; these balance the ranges)."""
+        if self._sample is None:
+            n_blocks = max(len(self._block_partitions), 1)
+            n_sample = max(SAMPLES_PER_RANGE * self.n_ranges // n_blocks, 8)
+            parts = self.engine._pass_refs().mapPartitions(
+                range_tasks.sample_rows_task(n_sample, self._row_start)).collect()
+            rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            lengths = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+            indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            indices = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, dtype=np.int32)
+            data = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
+            self._sample = (rows, store.CsrArrays(indptr, indices, data, (rows.shape[0], self.engine.n_features)))
+        rows, X = self._sample
+        scores = matvec(X, np.ascontiguousarray(vector[: self.engine.n_features])) if rows.size else np.zeros(0)
+        return rc.sample_bounds(scores, rows, plan, self.n_ranges)
+
+    def _step_plans(self) -> dict:
+        """Each block's steps of ``Xᵀc`` (driver placement's: one ranking from row 0)."""
+        if self._plans is None:
+            offsets = np.array([0, self.summary.n_rows], dtype=np.int64)
+            self._plans = tasks.step_plans(self.engine.refs, self._row_start, offsets)
+        return self._plans
+
+
+def _pairs(m: float, squares: float) -> int:
+    """Preference pairs of one ranking of ``m`` rows whose label levels' sizes squared sum to
+    ``squares``: ``(m² - Σ n_ℓ²) / 2``."""
+    return int(round((m * m - squares) / 2))
+
+
+def _label_summary_task(max_levels: int):
+    """Each block's distinct labels and their counts, or (more than ``max_levels``) a sample of
+    its labels and ``None``."""
+
+    def task(refs):
+        for ref in refs:
+            if not ref.n_rows:
+                continue
+            labels = np.asarray(store.open_block(ref.path, ref.width).groups.labels)
+            values, counts = np.unique(labels, return_counts=True)
+            if values.shape[0] <= max_levels:
+                yield values, counts
+            else:
+                ordered = np.sort(labels)
+                yield ordered[(np.arange(max_levels) * ordered.size) // max_levels], None
+
+    return task
+
+
+def _label_rows_task(buckets: rc.LabelBuckets):
+    """Each block's labels, to their buckets."""
+
+    def task(refs):
+        for ref in refs:
+            if not ref.n_rows:
+                continue
+            labels = np.asarray(store.open_block(ref.path, ref.width).groups.labels)
+            bucket = buckets.of(labels)
+            for b in np.unique(bucket):
+                yield int(b), labels[bucket == b]
+
+    return task
+
+
+def _duplicate_squares_task():
+    """A bucket's ``(Σ n_ℓ², rows)`` over its distinct labels (equal labels share a bucket)."""
+
+    def task(records):
+        labels = [v for _, v in records]
+        if labels:
+            _, counts = np.unique(np.concatenate(labels), return_counts=True)
+            yield float((counts.astype(np.float64) ** 2).sum()), float(counts.sum())
+
+    return task

@@ -1,0 +1,221 @@
+"""Executor side of range placement (``range_placement.py``): the tasks of a pass.
+
+A pass is one Spark job (the range boundaries come from the driver's fixed sample of rows,
+:func:`sample_rows_task`):
+
+one job of three stages, :func:`route_task` → :func:`middle_task` → :func:`final_task`:
+   blocks compute ``X·v`` (kept beside the block as a file), send each row's events to its score ranges (and, for real-valued labels, its row to
+   its label bucket) and their ``(bucket, range)`` histograms to one summing task; ranges
+   sweep, buckets scan, the histograms are summed once; each block then gathers its rows'
+   parts, adds the cross-range terms, runs the kernel's formula and returns
+   ``(stats, Xᵀc sums, cut steps)`` to ``treeAggregate`` as driver placement's products do.
+
+The middle and final stages are shuffle stages: a final task opens its block by path, which
+only the executors of a local master all can (the engine refuses range placement elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ...io.spark.worker import worker_task
+from ...kernels import range_counts as rc
+from ...kernels.counting import PairCounts
+from ...numerics.linalg import matvec
+from .store import open_block
+from .tasks import add_dd, add_dd_lists, block_products
+
+#: Middle-stage record tags.
+RANGE, BUCKET, HIST = 0, 1, 2
+
+
+def scores_file(block_path: str, file_id: int) -> str:
+    """Where a pass keeps a block's scores (or values) ``file_id``."""
+    return os.path.join(block_path, f"range-{file_id}.npy")
+
+
+def _drop_files(block_path: str, file_ids: tuple[int, ...]) -> None:
+    for fid in file_ids:
+        try:
+            os.remove(scores_file(block_path, fid))
+        except FileNotFoundError:
+            pass
+
+
+def sample_rows_task(n_sample: int, row_start: dict[int, int]):
+    """``n_sample`` rows of each block at evenly spaced positions, as CSR pieces ``(global rows,
+    row lengths, column indices, values)``: the driver's fixed sample, whose scores at each
+    pass's ``w`` place the range boundaries (no job over the data for them)."""
+
+    def task(refs):
+        for ref in refs:
+            if not ref.n_rows:
+                continue
+            X = open_block(ref.path, ref.width).X
+            picks = (np.arange(min(n_sample, ref.n_rows)) * ref.n_rows) // min(n_sample, ref.n_rows)
+            if isinstance(X, np.ndarray):
+                dense = np.asarray(X[picks], dtype=np.float64)
+                cols = [np.flatnonzero(row) for row in dense]
+                vals = [row[c] for row, c in zip(dense, cols)]
+            else:
+                spans = [(int(X.indptr[i]), int(X.indptr[i + 1])) for i in picks]
+                cols = [np.asarray(X.indices[a:b]) for a, b in spans]
+                vals = [np.asarray(X.data[a:b], dtype=np.float64) for a, b in spans]
+            yield (picks.astype(np.int64) + row_start[ref.partition], np.array([c.size for c in cols], dtype=np.int64),
+                   np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, dtype=np.int32),
+                   np.concatenate(vals) if vals else np.zeros(0))
+
+    return worker_task(task)
+
+
+def _block_values(ref, plan: rc.CountPlan, scores_id: int, vector_bc, values_id: int | None):
+    """``(scores the pairs are counted at, values summed, the kernel's scores)`` of a block.  The
+    route stage (``vector_bc`` given) computes ``X·v`` and keeps it in a file for the final stage:
+    a value pass's scores as ``scores_id``, a Hessian pass's ``u`` as ``values_id`` (its scores are
+    the kept ``scores_id``)."""
+    at_state = plan.values == "vector"
+    if vector_bc is None:  # the final stage: read what the route stage wrote
+        fresh = np.load(scores_file(ref.path, values_id if at_state else scores_id))
+    else:
+        fresh = matvec(open_block(ref.path, ref.width).X, vector_bc.value[: ref.width])
+        np.save(scores_file(ref.path, values_id if at_state else scores_id), fresh)
+    if not at_state:
+        return fresh, (fresh if plan.values == "scores" else None), fresh
+    return np.load(scores_file(ref.path, scores_id)), fresh, fresh
+
+
+def route_task(job, vector_bc, dropped: tuple[int, ...]):
+    """Stage 1: each block's ``X·v``, its events to their ranges, rows to their buckets,
+    histograms to one task (``job``: :class:`~sparkrank.engines.range_placement.PassJob`);
+    first the files of ``dropped`` (passes done with) are deleted."""
+
+    def task(refs):
+        for ref in refs:
+            _drop_files(ref.path, dropped)
+            if not ref.n_rows:
+                continue
+            start = job.row_start[ref.partition]
+            labels = np.asarray(open_block(ref.path, ref.width).groups.labels)
+            p, values, _ = _block_values(ref, job.plan, job.scores_id, vector_bc, job.values_id)
+            rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
+            range_p, range_q = rc.route(p, rows, job.plan, job.bounds)
+            bucket = job.buckets.of(labels)
+            yield job.hist_task, (HIST, ref.partition, rc.histograms(bucket, range_p, range_q, values,
+                                                                     job.buckets.n_buckets, job.n_ranges))
+            for r in np.unique(np.concatenate([range_p, range_q])):
+                ev, is_p, ev_rows, ev_labels, ev_vals, _ = rc.range_events(p, rows, labels, values, range_p,
+                                                                           range_q, int(r), job.plan)
+                yield int(r), (RANGE, ev, is_p, ev_rows, ev_labels, ev_vals)
+            if not job.buckets.exact:
+                for b in np.unique(bucket):
+                    at = np.flatnonzero(bucket == b)
+                    yield job.n_ranges + int(b), (BUCKET, labels[at], rows[at], range_p[at], range_q[at],
+                                                  None if values is None else values[at])
+
+    return worker_task(task)
+
+
+def _concat(parts: list, i: int):
+    arrays = [p[i] for p in parts]
+    return None if arrays[0] is None else np.concatenate(arrays)
+
+
+def middle_task(job):
+    """Stage 2, by partition: a range's sweep, a bucket's scan, or the histograms' sum; yields
+    ``(block partition, record)`` for the final stage."""
+
+    def task(index, records):
+        parts = [value for _, value in records]
+        if index == job.hist_task:
+            hist = None
+            for _, partition, h in sorted(parts, key=lambda t: t[1]):  # a fixed order of addition
+                hist = h if hist is None else hist + h
+            for partition in job.partitions:
+                yield partition, (HIST, hist)
+            return
+        if not parts:
+            return
+        if parts[0][0] == RANGE:
+            ev, is_p, rows, labels, vals = rc.arrange([part[1:] for part in parts], job.plan.inclusive)
+            if ev is None:
+                return
+            counts, sums = rc.sweep_range(ev, is_p, rows, labels, vals, job.plan.inclusive, arranged=True)
+            results = (RANGE, rows, is_p, counts, sums)
+        else:
+            labels, rows, range_p, range_q, vals = (_concat(parts, i) for i in range(1, 6))
+            results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges))
+        yield from _by_block(job, results)
+
+    return worker_task(task)
+
+
+def _by_block(job, results):
+    """Split a middle task's per-row results by the block holding each row."""
+    rows = results[1]
+    block = np.searchsorted(job.block_starts, rows, side="right") - 1
+    for i in np.unique(block):
+        at = block == i
+        yield int(job.block_partitions[i]), (results[0], *(a[at] for a in results[1:]))
+
+
+def _pair_counts(job, ref, parts, p, labels) -> PairCounts:
+    """A block's counts: the cross-range terms from the histograms plus the ranges' and
+    buckets' parts of its rows."""
+    start = job.row_start[ref.partition]
+    rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
+    range_p, range_q = rc.route(p, rows, job.plan, job.bounds)
+    bucket = job.buckets.of(labels)
+    hist = next(part[1] for part in parts if part[0] == HIST)
+    n_above, s_above, n_below, s_below = rc.cross_terms(hist, bucket, range_p, range_q)
+    for part in parts:
+        if part[0] == RANGE:
+            _, r, is_p, counts, sums = part
+            at_q, at_p = r[~is_p] - start, r[is_p] - start
+            n_above[at_q] += counts[~is_p]
+            s_above[at_q] += sums[~is_p]
+            n_below[at_p] += counts[is_p]
+            s_below[at_p] += sums[is_p]
+        elif part[0] == BUCKET:
+            _, r, a, sa, d, sd = part
+            at = r - start
+            n_above[at] += a
+            s_above[at] += sa
+            n_below[at] += d
+            s_below[at] += sd
+    return PairCounts(n_above, n_below, s_above, s_below)
+
+
+def final_task(job, kernel, powers: tuple[int, ...], n_features: int):
+    """Stage 3, one task per block: the kernel's result from its rows' counts; yields
+    ``(stats, (sums, cut rows, cut terms))`` as :func:`~sparkrank.engines.spark.tasks.driver_products_task`
+    sums ``Xᵀc`` (the driver's steps)."""
+    from ..tiles import pass_products
+
+    def task(index, records):
+        parts = [value for _, value in records]
+        ref = job.refs[index]
+        if not ref.n_rows:
+            return
+        block = open_block(ref.path, ref.width)
+        p, values, scores = _block_values(ref, job.plan, job.scores_id, None, job.values_id)
+        counts = _pair_counts(job, ref, parts, p, np.asarray(block.groups.labels))
+        result = rc.finish(kernel, counts, scores)
+        wanted = pass_products(result, powers)
+        yield result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
+                                                job.step_plans[ref.partition], n_features)
+
+    return worker_task(task)
+
+
+def add_final(a: Any, b: Any):
+    """``treeAggregate`` combiner of :func:`final_task`'s outputs (``None``: nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    (sa, pa), (sb, pb) = a, b
+    products = (add_dd_lists(pa[0], pb[0]), np.concatenate([pa[1], pb[1]]), np.concatenate([pa[2], pb[2]], axis=1))
+    return add_dd(sa, sb), products
