@@ -44,17 +44,13 @@ class HingeKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-<<<<<<< HEAD
         if groups.weighted:
             return self._weighted(groups, scores)
-        counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule)
-=======
         return self.from_counts(count_support_pairs(groups, scores, margin=MARGIN, method=self.counting,
                                                     pair_rule=self.pair_rule), scores)
 
     def from_counts(self, counts: PairCounts, scores: np.ndarray) -> KernelResult:
         """The result from the rows' support-pair counts (also range placement's formula)."""
->>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
         c, d = counts.n_above, counts.n_below
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
@@ -182,21 +178,18 @@ class SquaredHingeHessianKernel(ScoreKernel):
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
         p, order = state[0], state[1]  # the group form also keeps its sweep plan: same support set
-<<<<<<< HEAD
         weights = groups.row_weights if groups.weighted else None
         k = count_support_pairs(groups, p, scores, order=order, margin=MARGIN, method=self.counting,
                                 pair_rule=self.pair_rule, weights=weights)
-=======
-        return self.from_counts(count_support_pairs(groups, p, scores, order=order, margin=MARGIN,
-                                                    method=self.counting, pair_rule=self.pair_rule), scores)
+        # γ± = Σ a_j u_j; the row's terms times b_q·a_k
+        return self.from_counts(k, scores, None if weights is None else groups.row_factors())
 
-    def from_counts(self, k: PairCounts, scores: np.ndarray) -> KernelResult:
+    def from_counts(self, k: PairCounts, scores: np.ndarray, factors: np.ndarray | None = None) -> KernelResult:
         """The product from the support set's counts and ``γ`` sums (``v = u``; also range
-        placement's formula)."""
->>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
+        placement's formula); ``factors``: weighted rows' ``b_q·a_k``."""
         coef = 2.0 * ((k.n_above + k.n_below).astype(np.float64) * scores - (k.s_above + k.s_below))
-        if weights is not None:  # γ± = Σ a_j u_j; the row's terms times b_q·a_k
-            coef *= groups.row_factors()
+        if factors is not None:
+            coef *= factors
         return KernelResult(np.zeros(0), coef)
 
 
@@ -216,18 +209,15 @@ class SupportPairDiagonalKernel(ScoreKernel):
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
-<<<<<<< HEAD
         weights = groups.row_weights if groups.weighted else None
         k = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule,
                                 weights=weights)
-=======
-        return self.from_counts(count_support_pairs(groups, scores, margin=MARGIN, method=self.counting,
-                                                    pair_rule=self.pair_rule), scores)
+        return self.from_counts(k, scores, None if weights is None else groups.row_factors())
 
-    def from_counts(self, k: PairCounts, scores: np.ndarray) -> KernelResult:
-        """The diagonal from the rows' support-pair counts (also range placement's formula)."""
->>>>>>> 9e023c0 (Add range placement for one global ranking (--placement range))
+    def from_counts(self, k: PairCounts, scores: np.ndarray, factors: np.ndarray | None = None) -> KernelResult:
+        """The diagonal from the rows' support-pair counts (also range placement's formula);
+        ``factors``: weighted rows' ``b_q·a_k``."""
         coef = 2.0 * (k.n_above + k.n_below).astype(np.float64)
-        if weights is not None:
-            coef *= groups.row_factors()
+        if factors is not None:
+            coef *= factors
         return Statistics.summed({"weight": coef}).result(coef)
