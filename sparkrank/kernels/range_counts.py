@@ -149,7 +149,7 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
         e = order[i]
         if is_p[e]:
             value = values[e] if with_sums else 0.0
-            tree_kinds.tree_insert(kind, tree, height, False, rank[e], 0.0, value, with_sums)
+            tree_kinds.tree_insert(kind, tree, height, False, rank[e], 0.0, 1, value, with_sums)
         else:
             c, s = tree_kinds.tree_query(kind, tree, height, False, rank[e], 0.0, with_sums)
             counts[e] = c
@@ -159,7 +159,7 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
         e = order[i]
         if not is_p[e]:
             value = values[e] if with_sums else 0.0
-            tree_kinds.tree_insert(kind, tree, height, True, rank[e], 0.0, value, with_sums)
+            tree_kinds.tree_insert(kind, tree, height, True, rank[e], 0.0, 1, value, with_sums)
         else:
             c, s = tree_kinds.tree_query(kind, tree, height, True, rank[e], 0.0, with_sums)
             counts[e] = c
