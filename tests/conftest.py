@@ -103,8 +103,29 @@ def spark():
             # cost more CPU than they save here (the quiet log4j option is get_session's default)
             "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} {FAST_JVM}"}
     session = get_session("local[2]", app_name="sparkrank-tests", conf=conf)
+    _SHARED_SESSION.append(session)
     yield session
+    _SHARED_SESSION.clear()
     session.stop()
+
+
+#: The :func:`spark` session of this test process, once started.
+_SHARED_SESSION: list = []
+
+
+@pytest.fixture(autouse=True)
+def _the_shared_session_survives():
+    """Fail the test that stopped this process's shared Spark session (an interrupted command
+    run in-process stops it): otherwise every later Spark test of the process fails instead,
+    with "Cannot call methods on a stopped SparkContext" and no word of the cause."""
+    yield
+    if _SHARED_SESSION:
+        from pyspark import SparkContext
+
+        if SparkContext._active_spark_context is None:  # noqa: SLF001
+            _SHARED_SESSION.clear()
+            pytest.fail("this test stopped the shared Spark session of the test run: run a command that "
+                        "may stop it (an interruption, a dead JVM) in a subprocess")
 
 
 #: The Hadoop-only URI scheme of the test session (see tests/java/LakeFileSystem.java).

@@ -508,23 +508,38 @@ def test_the_text_of_an_error_whose_jvm_has_died_is_still_had():
     assert exception_text(ValueError("plain")) == "plain"
 
 
+_SIGNAL_LOST_IN_DEL = """
+import os, signal, sys, time
+import pyspark  # loaded, as in a real command: the interruption's clean-up looks for a session
+from sparkrank import failures
+
+
+class SwallowsTheSignal:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs here; its exception is ignored
+            pass
+
+
+def command():
+    SwallowsTheSignal()  # deleted at once, the signal delivered inside __del__
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    return 0  # the loop alone returns 0
+
+
+print(failures.run_command("train", command))
+"""
+
+
 def test_a_signal_whose_exception_is_lost_is_delivered_again():
     """Python runs a signal handler wherever the main thread is; in a ``__del__`` the
     ``Interrupted`` it raises is "ignored" (printed, not raised). The command must still end,
-    interrupted, not run on: the watcher delivers the signal again."""
-    from sparkrank import failures
-
-    class SwallowsTheSignal:
-        def __del__(self):
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(10_000):  # the handler runs here; its exception is ignored
-                pass
-
-    def command() -> int:
-        SwallowsTheSignal()  # deleted at once, the signal delivered inside __del__
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            time.sleep(0.01)
-        return 0
-
-    assert failures.run_command("train", command) == 128 + signal.SIGINT  # the loop alone returns 0
+    interrupted, not run on: the watcher delivers the signal again.  In a process of its own:
+    an interrupted command stops the process's Spark session, which here is the test run's."""
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_LOST_IN_DEL], capture_output=True, text=True, env=_env(),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == [str(128 + signal.SIGINT)], proc.stderr[-3000:]
+    assert "sparkrank train: interrupted by SIGINT" in proc.stderr
