@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sparkrank.data import parquet_rows
 from sparkrank.data.block import DataError
 from sparkrank.data.table import ranking_data_from_table
-from sparkrank.io import sources
+from sparkrank.io.formats.parquet import ParquetFormat
 from sparkrank.io.formats.registry import get_format
 from sparkrank.io.sources import ColumnSpec, open_source
 from sparkrank.io.where import filter_columns, to_arrow_filter
@@ -259,7 +259,7 @@ def test_dropped_invalid_rows_are_the_same_and_logged_once(tmp_path, monkeypatch
     logged = []
     for batches in (True, False):
         if not batches:
-            monkeypatch.setattr(sources, "_parquet_batch_by_batch", lambda *args: None)
+            monkeypatch.setattr(ParquetFormat, "read_batch_by_batch", lambda *args: None)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="sparkrank"):
             open_source(str(path)).ranking_data(drop_invalid_rows=True)
@@ -355,7 +355,7 @@ def test_bad_rows_give_the_whole_table_paths_message(tmp_path, monkeypatch, case
         dataset = get_format("parquet").local_dataset([str(root)])
         parquet_rows.read_parquet_rows(dataset, columns, dtype=dtype)
     got = _message(root, columns, dtype=dtype)  # ... and the whole-table path words it
-    monkeypatch.setattr(sources, "_parquet_batch_by_batch", lambda *args: None)
+    monkeypatch.setattr(ParquetFormat, "read_batch_by_batch", lambda *args: None)
     assert got == _message(root, columns, dtype=dtype)
     assert f"part-1.parquet: row {50 if case != 'vector size' else 51}:" in got
 
@@ -369,7 +369,7 @@ def test_files_of_different_widths_are_refused_as_before(tmp_path, monkeypatch):
     pq.write_table(pa.table({"label": y[100:], "qid": qid[100:], **_features("dense-list-64", X[100:, :4])}),
                    root / "part-1.parquet")
     got = _message(root, ColumnSpec())
-    monkeypatch.setattr(sources, "_parquet_batch_by_batch", lambda *args: None)
+    monkeypatch.setattr(ParquetFormat, "read_batch_by_batch", lambda *args: None)
     assert got == _message(root, ColumnSpec())
     assert "feature arrays differ in length: 4 here but 5 in the rows before" in got
 
@@ -390,9 +390,10 @@ def test_the_reader_holds_batches_not_the_table(tmp_path):
             import pyarrow as pa
             from sparkrank.data import parquet_rows
             from sparkrank.io import sources
+            from sparkrank.io.formats.parquet import ParquetFormat
             parquet_rows.BATCH_BYTES = 1 << 20
             if not {batches}:
-                sources._parquet_batch_by_batch = lambda *args: None
+                ParquetFormat.read_batch_by_batch = lambda *args: None
             data = sources.open_source({str(path)!r}).ranking_data()
             assert data.X.shape == (40_000, 50), data.X.shape
             print(pa.default_memory_pool().max_memory())

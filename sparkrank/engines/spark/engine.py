@@ -190,6 +190,8 @@ class SparkEngine(StoreBuilding, Engine):
             raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
         if placement == "range" and qid_col is not None:
             raise ValueError("range placement needs one global ranking (no query ids); use executor placement")
+        if placement == "range" and self.weights:
+            raise ValueError("placement 'range' does not take row or group weights yet; use placement 'driver'")
         self.placement, self._n_ranges = placement, n_ranges
         self.dtype = np.dtype(dtype).name
         self._auto_partitions = num_partitions is None

@@ -97,9 +97,6 @@ class RangePlacement:
             raise RangePlacementRefused(
                 "placement 'range' runs on a local master only so far (its last stage opens the blocks by path "
                 "after a shuffle); use placement 'driver' on a cluster")
-        if engine.summary.weighted:
-            raise RangePlacementRefused(
-                "placement 'range' does not take row or group weights yet; use placement 'driver'")
         self.engine = engine
         self.n_ranges = n_ranges or max(engine._pass_refs().getNumPartitions(), 1)
         self._ids = itertools.count(1)
