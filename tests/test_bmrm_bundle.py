@@ -3,6 +3,8 @@ default solver, and a checkpointed bundle resumes bit for bit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from cvxopt import matrix, solvers
@@ -14,6 +16,8 @@ from sparkrank.objectives.ranksvm import HingeRisk
 from sparkrank.solvers.bmrm import bmrm
 from sparkrank.solvers.bundle import SimplexQPSolution, solve_simplex_qp
 from test_solvers import explicit_l1_optimum, problem
+
+DATA = Path(__file__).parent / "data"
 
 
 def tied_problem(seed: int):
@@ -90,6 +94,50 @@ def test_simplex_qp_matches_cvxopt_default_solver(t):
     for got in (cold, warm):
         assert got.alpha.min() >= 0 and got.alpha.sum() == pytest.approx(1.0, abs=1e-12)
         assert dual(got.alpha) == pytest.approx(dual(expected), abs=1e-8 * max(1.0, abs(dual(expected))))
+
+
+def _face_optimum(gram, b, lam):
+    """The exact maximiser of the dual over the simplex: the best KKT point over every face (small t)."""
+    import itertools
+
+    t, best = b.shape[0], None
+    for k in range(1, t + 1):
+        for face in itertools.combinations(range(t), k):
+            face = list(face)
+            kkt = np.block([[gram[np.ix_(face, face)] / (2 * lam), np.ones((k, 1))], [np.ones((1, k)), np.zeros((1, 1))]])
+            try:
+                solution = np.linalg.solve(kkt, np.append(b[face], 1.0))
+            except np.linalg.LinAlgError:
+                continue
+            if np.any(solution[:k] < 0):
+                continue
+            alpha = np.zeros(t)
+            alpha[face] = solution[:k]
+            value = b @ alpha - alpha @ gram @ alpha / (4 * lam)
+            best = value if best is None or value > best else best
+    return best
+
+
+def test_a_qp_the_interior_point_cannot_solve_still_gives_its_optimum(monkeypatch):
+    """A real BMRM master problem (cadata as one global ranking, C = 16: λ ≈ 8e-10, six planes, one
+    of norm 1e-2) on which cvxopt raises "domain error" with either KKT solver: the answer is
+    still the dual optimum, to 1e-9, and a point of the simplex."""
+    qp = np.load(DATA / "bmrm_domain_error_qp.npz")
+    gram, b, lam = qp["gram"], qp["b"], float(qp["lam"])
+    start = SimplexQPSolution(qp["alpha"], float(qp["mult"]), qp["z"])
+    best = _face_optimum(gram, b, lam)
+    for warm in (start, None):
+        got = solve_simplex_qp(gram, b, lam, warm)
+        assert got.alpha.min() >= 0 and got.alpha.sum() == pytest.approx(1.0, abs=1e-12)
+        value = b @ got.alpha - got.alpha @ gram @ got.alpha / (4 * lam)
+        assert value <= best + 1e-9 * abs(best)  # weak duality: no simplex point beats the optimum
+        assert value == pytest.approx(best, rel=1e-9)
+    # and if cvxopt fails on every attempt, the best vertex or warm start still bounds J from below
+    monkeypatch.setattr(solvers, "coneqp", lambda *a, **k: (_ for _ in ()).throw(ValueError("domain error")))
+    got = solve_simplex_qp(gram, b, lam, start)
+    vertices = [b[i] - gram[i, i] / (4 * lam) for i in range(b.shape[0])]
+    at_start = b @ start.alpha - start.alpha @ gram @ start.alpha / (4 * lam)
+    assert b @ got.alpha - got.alpha @ gram @ got.alpha / (4 * lam) == pytest.approx(max(*vertices, at_start))
 
 
 def test_resume_with_a_pruned_bundle_is_bitwise(tmp_path):

@@ -21,13 +21,21 @@ however many iterations BMRM needs:
 * **A warm start.** The previous duals (``α``, the equality's multiplier, the bounds'
   multipliers), extended by the new plane and pulled a little towards the simplex centre
   (an interior-point method must start strictly inside), start the next QP.
+
+When the interior point fails (with ``λ ≈ 1e-9``, e.g. a large C on a global ranking, the
+QP's quadratic term is ~1e9 times its linear one and cvxopt can raise "domain error"), the
+best dual point among other attempts and the simplex's vertices is taken: any ``α`` of the
+simplex gives a valid lower bound, so the gap BMRM stops on stays certified.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+
+log = logging.getLogger("sparkrank.bmrm")
 
 _QP_OPTIONS = {"show_progress": False, "abstol": 1e-10, "reltol": 1e-9, "feastol": 1e-10, "maxiters": 200}
 _QP_FALLBACK = {"show_progress": False, "maxiters": 200}
@@ -106,9 +114,9 @@ def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float,
     units of the risk (dividing by ``max |G/(2λ)|`` instead, which reaches 1e7 with small λ,
     left the dual weights accurate to ~1e-3 only).  ``start`` (the previous solution with the
     new planes appended) warm-starts it.  If that does not reach an optimal status, it is
-    retried cold, and then with cvxopt's own KKT solver and default tolerances.
+    retried cold; if that fails too, :func:`_best_simplex_point` takes over.
     """
-    from cvxopt import matrix, solvers
+    from cvxopt import matrix
 
     t = b.shape[0]
     if t == 1:
@@ -116,9 +124,6 @@ def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float,
     P = gram / (2.0 * lam)
     q = -np.asarray(b, dtype=np.float64)
     scale = float(np.abs(q).max()) or max(float(np.abs(P).max()), 1e-300)
-    P, q = P / scale, q / scale
-    problem = {"P": matrix(P), "q": matrix(q), "G": matrix(-np.eye(t)), "h": matrix(np.zeros(t)),
-               "A": matrix(np.ones((1, t))), "b": matrix(1.0)}
     initvals = None
     if start is not None and start.alpha.shape == (t,):
         centre = 1.0 / t
@@ -126,24 +131,89 @@ def solve_simplex_qp(gram: np.ndarray, b: np.ndarray, lam: float,
         z0 = np.maximum(start.bound_multipliers, 0.0) + _WARM_CENTRE_WEIGHT * max(
             float(np.abs(start.bound_multipliers).max(initial=0.0)), 1e-8)
         initvals = {"x": matrix(alpha0), "s": matrix(alpha0), "y": matrix([start.multiplier]), "z": matrix(z0)}
-    sol = None
-    # warm, then cold with the structured KKT solver, then cvxopt's own KKT solver and default
-    # tolerances: a warm start near the boundary sometimes stalls the interior point (status
-    # "unknown") when λ is tiny and the QP ill-conditioned
-    attempts = ([initvals] if initvals is not None else []) + [None]
-    for start_values in attempts:
-        try:
-            sol = solvers.coneqp(**problem, initvals=start_values, kktsolver=_simplex_kkt_solver(P),
-                                 options=_QP_OPTIONS)
-        except (ArithmeticError, ValueError):
-            continue
-        if sol["status"] == "optimal":
-            break
-    else:
-        sol = solvers.coneqp(**problem, options=_QP_FALLBACK)
+    # warm, then cold with the structured KKT solver: a warm start near the boundary sometimes
+    # stalls the interior point (status "unknown") when λ is tiny and the QP ill-conditioned
+    for start_values in ([initvals] if initvals is not None else []) + [None]:
+        sol = _coneqp(P, q, scale, start_values, structured=True, options=_QP_OPTIONS)
+        if sol is not None and sol["status"] == "optimal":
+            return _from_cvxopt(sol, 1.0)
+    return _best_simplex_point(gram, b, lam, P, q, scale, start)
+
+
+def _coneqp(P: np.ndarray, q: np.ndarray, scale: float, initvals, *, structured: bool, options: dict):
+    """cvxopt's ``coneqp`` on ``min ½αᵀPα + qᵀα`` over the simplex, both divided by ``scale``;
+    ``None`` if it fails (a singular KKT system, or "domain error": the interior point's scaling
+    left the cone, which cvxopt raises on QPs as ill-conditioned as ``λ ≈ 1e-9`` gives)."""
+    from cvxopt import matrix, solvers
+
+    t = q.shape[0]
+    P, q = P / scale, q / scale
+    problem = {"P": matrix(P), "q": matrix(q), "G": matrix(-np.eye(t)), "h": matrix(np.zeros(t)),
+               "A": matrix(np.ones((1, t))), "b": matrix(1.0)}
+    try:
+        return solvers.coneqp(**problem, initvals=initvals, kktsolver=_simplex_kkt_solver(P) if structured else None,
+                              options=options)
+    except (ArithmeticError, ValueError):
+        return None
+
+
+def _from_cvxopt(sol, units: float) -> SimplexQPSolution:
+    """cvxopt's solution as a point of the simplex; ``units`` converts its multipliers to the
+    units of :func:`solve_simplex_qp`'s problem (divided by ``max |b_i|``)."""
     alpha = np.maximum(np.array(sol["x"]).ravel(), 0.0)
-    return SimplexQPSolution(alpha / alpha.sum(), float(sol["y"][0]), np.array(sol["z"]).ravel(),
+    return SimplexQPSolution(alpha / alpha.sum(), float(sol["y"][0]) * units, np.array(sol["z"]).ravel() * units,
                              int(sol["iterations"]))
+
+
+def _simplex_dual(gram: np.ndarray, b: np.ndarray, lam: float, alpha: np.ndarray) -> float:
+    return float(b @ alpha) - float(alpha @ gram @ alpha) / (4.0 * lam)
+
+
+def _on_its_faces(gram: np.ndarray, b: np.ndarray, lam: float, alpha: np.ndarray) -> list[np.ndarray]:
+    """The exact maximisers on the faces of the simplex where ``α`` is not negligible, at a few
+    thresholds of "negligible" (an interior point leaves ~1e-8 on planes that are not tight):
+    each solves the KKT system of its face, ``G_S α_S/(2λ) + ν1 = b_S``, ``1ᵀα_S = 1``, and is
+    kept if it stays in the simplex."""
+    found = []
+    for share in (1e-9, 1e-6, 1e-3):
+        support = np.flatnonzero(alpha > share * alpha.max())
+        k = support.shape[0]
+        kkt = np.zeros((k + 1, k + 1))
+        kkt[:k, :k] = gram[np.ix_(support, support)] / (2.0 * lam)
+        kkt[:k, k] = kkt[k, :k] = 1.0
+        try:
+            solution = np.linalg.solve(kkt, np.append(b[support], 1.0))
+        except np.linalg.LinAlgError:
+            continue
+        if np.all(np.isfinite(solution)) and np.all(solution[:k] >= 0.0):
+            face = np.zeros_like(alpha)
+            face[support] = solution[:k]
+            found.append(face / face.sum())
+    return found
+
+
+def _best_simplex_point(gram: np.ndarray, b: np.ndarray, lam: float, P: np.ndarray, q: np.ndarray,
+                        scale: float, start: SimplexQPSolution | None) -> SimplexQPSolution:
+    """When the interior point fails on the usual problem: the best dual point among cvxopt's
+    default KKT solver, the problem in units of ``max |P|`` (better conditioned when λ is tiny,
+    less accurate), each refined on its faces (:func:`_on_its_faces`), the warm start and the
+    vertices.  Any ``α`` of the simplex is a valid dual point: ``bᵀα - λ‖w(α)‖²`` stays a lower
+    bound of ``min J`` (weak duality), so BMRM's certified gap holds whichever is chosen."""
+    candidates = [SimplexQPSolution(np.eye(b.shape[0])[i], 0.0, np.ones(b.shape[0])) for i in range(b.shape[0])]
+    if start is not None and start.alpha.shape == b.shape and start.alpha.sum() > 0:
+        candidates.append(SimplexQPSolution(start.alpha / start.alpha.sum(), start.multiplier, start.bound_multipliers))
+    p_scale = max(float(np.abs(P).max()), 1e-300)
+    for units, structured, options in ((scale, False, _QP_FALLBACK), (p_scale, True, _QP_OPTIONS)):
+        sol = _coneqp(P, q, units, None, structured=structured, options=options)
+        if sol is not None and np.all(np.isfinite(np.array(sol["x"]))) and np.any(np.array(sol["x"]) > 0):
+            found = _from_cvxopt(sol, units / scale)
+            candidates.append(found)
+            candidates += [SimplexQPSolution(face, found.multiplier, found.bound_multipliers, found.iterations)
+                           for face in _on_its_faces(gram, b, lam, found.alpha)]
+    best = max(candidates, key=lambda c: _simplex_dual(gram, b, lam, c.alpha))
+    log.debug("bmrm: the dual QP's interior point failed (λ %.3g, %d planes): the best of %d simplex points",
+              lam, b.shape[0], len(candidates))
+    return best
 
 
 class CuttingPlaneBundle:
