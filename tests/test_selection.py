@@ -234,7 +234,7 @@ def _view_group_ids(engine) -> list:
     """The group id of every row of a Spark engine's blocks."""
     from sparkrank.engines.spark import tasks
 
-    return [q for _, _, ids in engine._refs_rdd.mapPartitions(tasks.labels_task()).collect() for q in ids]
+    return [q for _, _, ids, _ in engine._refs_rdd.mapPartitions(tasks.labels_task()).collect() for q in ids]
 
 
 @pytest.mark.parametrize("placement", ["executor", "driver"])
