@@ -277,7 +277,7 @@ def _run_scenarios(scenarios: list) -> dict[str, tuple[int, list[str]]]:
     the lines after the last (the process's exit) under ``"exit"``."""
     proc = subprocess.run([sys.executable, "-c", _SCENARIOS, json.dumps(scenarios)], capture_output=True,
                           text=True, env=_env(), timeout=900)
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    assert proc.returncode == 0, proc.stderr[:4000] + "\n[...]\n" + proc.stderr[-3000:]  # the cause is at the top
     out: dict[str, tuple[int, list[str]]] = {}
     name, status, lines = None, None, []
     for line in proc.stderr.splitlines():
