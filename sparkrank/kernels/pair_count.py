@@ -5,6 +5,10 @@ The engines' data summary counts every pair of a group with different labels
 pairs whose upper row is on the next label level above the lower row's: ``Σ_r n_r·n_{r+1}``
 over a group's levels (``n_r`` its rows of level ``r``).  :class:`PairCountKernel` counts them
 in one engine pass, from the labels alone, on whatever engine holds the rows.
+
+With row and group weights (:mod:`sparkrank.data.weights`) the normaliser is the pairs' weight
+``Σ_q b_q Σ_r A_r·A_{r+1}`` (``A_r`` the weight of a group's rows of level ``r``, levels among
+the rows of positive weight), the adjacent pair count of the data with integer weights repeated.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..choices import DEFAULT_PAIR_RULE
 from ..data.groups import QueryGroups
 from .base import KernelResult, ScoreKernel, Statistics
+from .level_counting import positive_weight_levels
 
 
 def pairs_per_group(groups: QueryGroups, pair_rule: str) -> np.ndarray:
@@ -34,12 +40,46 @@ def pairs_per_group(groups: QueryGroups, pair_rule: str) -> np.ndarray:
     return np.bincount(level_group[:-1], weights=products, minlength=groups.n_groups).round().astype(np.int64)
 
 
+def pair_weights_per_group(groups: QueryGroups, pair_rule: str) -> np.ndarray:
+    """The weight ``Σ b_q a_u a_l`` of the pairs ``pair_rule`` keeps in each group (float64, one
+    per group; the counts of :func:`pairs_per_group` when ``groups`` are unweighted)."""
+    if not groups.weighted:
+        return pairs_per_group(groups, pair_rule).astype(np.float64)
+    if pair_rule == "all":
+        return groups.pair_weights_per_group()
+    if pair_rule != "adjacent":
+        raise ValueError(f"unknown pair rule {pair_rule!r}")
+    levels = positive_weight_levels(groups, groups.row_weights)  # adjacent as in the repeated data
+    return _adjacent_weights(groups.row_weights, levels.label_rank, levels.offsets, levels.n_levels) \
+        * groups.group_weights
+
+
+@njit(cache=True)
+def _adjacent_weights(row_weights, label_rank, offsets, n_levels):
+    # per group: level sums A_r (rows in order), then Σ_r A_r·A_{r+1}, levels ascending
+    out = np.zeros(offsets.shape[0] - 1)
+    level_sum = np.zeros(max(1, n_levels.max()) if n_levels.shape[0] else 1)
+    for g in range(offsets.shape[0] - 1):
+        k = n_levels[g]
+        level_sum[:k] = 0.0
+        for i in range(offsets[g], offsets[g + 1]):
+            level_sum[label_rank[i]] += row_weights[i]
+        total = 0.0
+        for r in range(k - 1):
+            total += level_sum[r] * level_sum[r + 1]
+        out[g] = total
+    return out
+
+
 @dataclass(frozen=True)
 class PairCountKernel(ScoreKernel):
-    """The number of pairs :attr:`pair_rule` keeps (statistic ``pairs``); scores are not read."""
+    """The number of pairs :attr:`pair_rule` keeps (statistic ``pairs``; weighted groups: their
+    weight, summed exactly); scores are not read."""
 
     statistics = ("pairs",)
     pair_rule: str = DEFAULT_PAIR_RULE
 
     def __call__(self, groups: QueryGroups, scores: np.ndarray, state) -> KernelResult:
+        if groups.weighted:
+            return Statistics.summed({"pairs": pair_weights_per_group(groups, self.pair_rule)}).result()
         return Statistics.summed({"pairs": float(pairs_per_group(groups, self.pair_rule).sum())}).result()
