@@ -45,6 +45,8 @@ def nonfinite_word(kind: int) -> str:
 
 def raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None,
                       max_features: int | None) -> None:
+    from .costs import cost_message  # costs.py raises this module's error
+
     code, line, s, e, aux1, aux2 = (int(v) for v in err)
     tok = token_text(raw, s, e)
     if code == S.E_LABEL:
@@ -83,6 +85,10 @@ def raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n
         msg = f"'qid:' without value on line {line}"
     elif code == S.E_QID_POS:
         msg = f"{tok!r} on line {line}: a qid must come once, directly after the label"
+    elif code == S.E_COST:
+        raise SVMLightFormatError(cost_message(name, tok, line), path=name, line=line)
+    elif code == S.E_COST_POS:
+        msg = f"{tok!r} on line {line}: a cost must come once, after the label (and qid) and before the features"
     else:  # pragma: no cover - every code is handled above
         msg = f"parse error {code} on line {line} near {tok!r}"
     raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)
