@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..weights import WEIGHT_RULE
-from .errors import SVMLightFormatError
+from .errors import SVMLightFormatError, cost_message
 
 #: The column the cost tokens are read into, on both engines.
 COST_COLUMN = "cost"
@@ -35,11 +34,6 @@ def row_costs(raw, name: str, cost: np.ndarray, cost_start: np.ndarray, cost_end
             raise SVMLightFormatError(cost_message(name, f"cost:{text.decode()}", int(row_line[r])),
                                       path=name, line=int(row_line[r]))
     return out
-
-
-def cost_message(name: str, token: str, line: int) -> str:
-    """The one error line of a bad cost token."""
-    return f"{name}: {token!r} on line {line}: a cost is a row weight and {WEIGHT_RULE}"
 
 
 def costs_of(parts, n_rows: int) -> np.ndarray:

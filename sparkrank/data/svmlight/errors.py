@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..block import DataError, beyond_float32, max_features_message
+from ..weights import WEIGHT_RULE
 from . import scanner as S
 from .parse_decimal import INF, NAN
 
@@ -32,6 +33,11 @@ class SVMLightFormatError(DataError):
         self.line = line
 
 
+def cost_message(name: str, token: str, line: int) -> str:
+    """The one error line of a bad ``cost:`` token (:mod:`.costs`)."""
+    return f"{name}: {token!r} on line {line}: a cost is a row weight and {WEIGHT_RULE}"
+
+
 def token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
     t = raw[s:e].decode("utf-8", errors="replace")
     return t if len(t) <= limit else t[:limit] + "..."
@@ -45,8 +51,6 @@ def nonfinite_word(kind: int) -> str:
 
 def raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n_features: int | None,
                       max_features: int | None) -> None:
-    from .costs import cost_message  # costs.py raises this module's error
-
     code, line, s, e, aux1, aux2 = (int(v) for v in err)
     tok = token_text(raw, s, e)
     if code == S.E_LABEL:

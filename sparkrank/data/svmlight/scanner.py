@@ -278,11 +278,18 @@ def _cost_token(buf, p, line, row, prev, cost, cost_start, cost_end, err):
     return te
 
 
-@njit(cache=True, inline="always")
-def _is_cost(buf, p, n):
-    # "cost:" at buf[p]
-    return p + 4 < n and buf[p] == 99 and buf[p + 1] == 111 and buf[p + 2] == 115 and buf[p + 3] == 116 \
-        and buf[p + 4] == 58
+@njit(cache=True, nogil=True)
+def _tag_token(buf, p, n, line, row, prev, qid_int, qid_start, qid_end, qid_kind, cost, cost_start, cost_end, err):
+    """A ``qid:`` or ``cost:`` token at ``buf[p]`` (a token that is not a feature) stored: the
+    byte after it, or -1 with ``err`` set (a bad one, or neither)."""
+    if buf[p] == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
+        return _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err)
+    if p + 4 < n and buf[p] == 99 and buf[p + 1] == 111 and buf[p + 2] == 115 and buf[p + 3] == 116 \
+            and buf[p + 4] == 58:
+        return _cost_token(buf, p, line, row, prev, cost, cost_start, cost_end, err)
+    code, te = _bad_token_code(buf, p)
+    _set_err(err, code, line, p, te, 0, 0)
+    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -374,19 +381,11 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
                 if c == 35:
                     p = _comment_end(buf, p, n)
                     continue
-                if c == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
-                    p = _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err)
-                    if p < 0:
-                        break
-                    continue
-                if _is_cost(buf, p, n):
-                    p = _cost_token(buf, p, line, row, prev, cost, cost_start, cost_end, err)
-                    if p < 0:
-                        break
-                    continue
-                code, te = _bad_token_code(buf, tok)
-                _set_err(err, code, line, tok, te, 0, 0)
-                break
+                p = _tag_token(buf, p, n, line, row, prev, qid_int, qid_start, qid_end, qid_kind, cost, cost_start,
+                               cost_end, err)
+                if p < 0:  # a bad qid: or cost: token, or neither
+                    break
+                continue
             idx, p = _index_digits(buf, p, n)
             if p >= n or buf[p] != 58:
                 code, te = _bad_token_code(buf, tok)
