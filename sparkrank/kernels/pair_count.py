@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from ..choices import DEFAULT_PAIR_RULE
-from ..data.groups import QueryGroups
+from ..data.groups import QueryGroups, level_pair_weights
 from .base import KernelResult, ScoreKernel, Statistics
 from .level_counting import positive_weight_levels
 
@@ -50,25 +49,8 @@ def pair_weights_per_group(groups: QueryGroups, pair_rule: str) -> np.ndarray:
     if pair_rule != "adjacent":
         raise ValueError(f"unknown pair rule {pair_rule!r}")
     levels = positive_weight_levels(groups, groups.row_weights)  # adjacent as in the repeated data
-    return _adjacent_weights(groups.row_weights, levels.label_rank, levels.offsets, levels.n_levels) \
+    return level_pair_weights(groups.row_weights, levels.label_rank, levels.offsets, levels.n_levels, True) \
         * groups.group_weights
-
-
-@njit(cache=True)
-def _adjacent_weights(row_weights, label_rank, offsets, n_levels):
-    # per group: level sums A_r (rows in order), then Σ_r A_r·A_{r+1}, levels ascending
-    out = np.zeros(offsets.shape[0] - 1)
-    level_sum = np.zeros(max(1, n_levels.max()) if n_levels.shape[0] else 1)
-    for g in range(offsets.shape[0] - 1):
-        k = n_levels[g]
-        level_sum[:k] = 0.0
-        for i in range(offsets[g], offsets[g + 1]):
-            level_sum[label_rank[i]] += row_weights[i]
-        total = 0.0
-        for r in range(k - 1):
-            total += level_sum[r] * level_sum[r + 1]
-        out[g] = total
-    return out
 
 
 @dataclass(frozen=True)
