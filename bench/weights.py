@@ -1,10 +1,12 @@
 """The cost of row and group weights: one engine pass per kernel, weighted against unweighted.
 
-    python bench/weights.py [--rows 200000] [--features 50] [--threads 1]
+    python bench/weights.py [--rows 200000] [--features 50] [--threads 1] [--repeat 3]
 
 Same rows and labels (``make_ranking_data``), once without weights and once with random row
 weights in [0, 3) and group weights in [0, 2) (a tenth of each zero); each pass of the local
-engine (``X·v``, the kernel, ``Xᵀc``) is timed at the same point, best of 3.  Prints a table
+engine (``X·v``, the kernel, ``Xᵀc``) is timed at the same point, best of ``--repeat``; the passes
+cover every counting method's own code (the selection tree, PRSVM+'s per-level sweeps, the
+adjacent pair rule).  Prints a table
 and the ratio that matters, weighted / unweighted (target at most 1.1), and writes
 ``bench/results/weights.json``.  CSR rows (``--layout sparse``, the default) take the same tile
 path either way; with ``--layout dense`` the unweighted TRON passes run the compiled group forms,
@@ -41,6 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--features", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--layout", choices=("sparse", "dense"), default="sparse")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per pass, the best kept (more on a busy machine)")
     args = ap.parse_args(argv)
     data, _ = make_ranking_data(args.rows, args.features, rows_per_group=120, n_levels=5, density=0.5, seed=1)
     if args.layout == "dense":
@@ -50,19 +53,27 @@ def main(argv=None) -> int:
     w = np.random.default_rng(3).normal(size=data.n_features) * 0.1
     v = np.random.default_rng(4).normal(size=data.n_features)
     kernels = {"L2 value+gradient (TRON)": SquaredHingeKernel(), "L1 hinge (BMRM)": HingeKernel(),
+               "L2 value+gradient, prsvm+": SquaredHingeKernel("prsvm+"), "L1 hinge, prsvm+": HingeKernel("prsvm+"),
+               "L2 value+gradient, adjacent pairs": SquaredHingeKernel(pair_rule="adjacent"),
+               "L1 hinge, adjacent pairs": HingeKernel(pair_rule="adjacent"),
                "RankNCG fast gradient": RankNetKernel("fast"), "TopPush primal": TopPushPrimalKernel()}
     rows = []
     for name, kernel in kernels.items():
-        seconds = {k: best_time(lambda e=e: e.run(w, kernel)) for k, e in engines.items()}
+        seconds = {k: best_time(lambda e=e: e.run(w, kernel), args.repeat) for k, e in engines.items()}
         rows.append({"pass": name, **seconds, "ratio": seconds["weighted"] / seconds["unweighted"]})
-    # TRON's Hessian product at a kept point (the pass it runs most)
-    hessian = {}
-    for k, e in engines.items():
-        state = e.run(w, SquaredHingeKernel(), keep_state=True).state
-        hessian[k] = best_time(lambda e=e, state=state: e.run(v, SquaredHingeHessianKernel(), state=state))
-    rows.append({"pass": "L2 Hessian product (TRON)", **hessian, "ratio": hessian["weighted"] / hessian["unweighted"]})
+    # TRON's Hessian product at a kept point (the pass it runs most), per counting and pair rule
+    for label, counting, rule in (("", "selection", "all"), (", prsvm+", "prsvm+", "all"),
+                                  (", adjacent pairs", "selection", "adjacent")):
+        hessian = {}
+        for k, e in engines.items():
+            state = e.run(w, SquaredHingeKernel(counting, rule), keep_state=True).state
+            product = SquaredHingeHessianKernel(counting, rule)
+            hessian[k] = best_time(lambda e=e, state=state, product=product: e.run(v, product, state=state),
+                                   args.repeat)
+        rows.append({"pass": f"L2 Hessian product (TRON){label}", **hessian,
+                     "ratio": hessian["weighted"] / hessian["unweighted"]})
     print(f"{args.rows} rows x {args.features} features ({args.layout}), groups of 120, 5 levels, "
-          f"{args.threads} thread(s); seconds per pass, best of 3")
+          f"{args.threads} thread(s); seconds per pass, best of {args.repeat}")
     print(table(rows, ["pass", "unweighted", "weighted", "ratio"]))
     worst = max(r["ratio"] for r in rows)
     print(f"weighted / unweighted pass: at most {worst:.2f}x (target <= 1.1x)")

@@ -12,7 +12,7 @@ from .engines.base import Engine
 from .engines.registry import engine_for
 from .kernels.counting import check_counting_method
 from .model import RankingModel
-from .objectives.base import Objective, pair_weight
+from .objectives.base import Objective
 from .objectives.pair_rules import training_pairs
 from .objectives.ranksvm import HingeRisk
 from .solvers.registry import solver_spec
@@ -37,7 +37,7 @@ def resolve_c(engine: Engine, C: float | None, lam: float | None, solver: str = 
                              "(see sparkrank.conventions for its own λ)")
         pairs = (solver_options or {}).get("pairs", DEFAULT_PAIR_RULE)
         # BMRM's λ (conventions.RANKSVM_LAMBDA) over the pairs trained on, or their weight (data/weights.py)
-        n_pairs = pair_weight(engine) if engine.summary.weighted else training_pairs(engine, pairs)
+        n_pairs = training_pairs(engine, pairs)
         return HingeRisk.convert(n_pairs, lam=lam)[0]
     return solver_spec(solver).default_C if C is None else float(C)
 
@@ -123,9 +123,6 @@ def train(
     tol = spec.default_tol if tol is None else check_positive_float(tol, "tol")
     max_iter = spec.default_max_iter if max_iter is None else check_positive_int(max_iter, "max_iter")
     engine = engine_for(data)  # rows in this process get the local engine
-    if engine.summary.weighted and (counting == "prsvm+" or options.get("pairs", DEFAULT_PAIR_RULE) != "all"):
-        raise ValueError("row and group weights are not supported with prsvm+ counting or adjacent pairs; "
-                         "use another --counting, --pairs all, or no weight columns")
     C = resolve_c(engine, C, lam, solver, options)
     summary = engine.summary
     log.info(

@@ -130,16 +130,12 @@ def test_other_losses_and_grouped_data_are_refused(engines, spark, tmp_path):
 
 
 def test_placements_that_cannot_run_on_the_columns_are_refused_in_one_sentence():
-    from sparkrank.data.weights import WeightColumns
     from sparkrank.engines.spark.placements import checked_placement
 
-    none = WeightColumns(None, None)
-    assert checked_placement("auto", "qid", none) == "executor"
-    assert checked_placement("auto", None, none) == "driver"
-    assert checked_placement("range", None, none) == "range"
+    assert checked_placement("auto", "qid") == "executor"
+    assert checked_placement("auto", None) == "driver"
+    assert checked_placement("range", None) == "range"  # with or without weights (test_range_weights.py)
     with pytest.raises(ValueError, match="range placement needs one global ranking"):
-        checked_placement("range", "qid", none)
-    with pytest.raises(ValueError, match="does not take row or group weights yet"):
-        checked_placement("range", None, WeightColumns("w", None))
+        checked_placement("range", "qid")
     with pytest.raises(ValueError, match="executor placement needs query ids"):
-        checked_placement("executor", None, none)
+        checked_placement("executor", None)

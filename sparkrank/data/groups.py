@@ -117,7 +117,8 @@ class QueryGroups:
         levels below it, summed in level order (float64; the counts themselves when unweighted)."""
         if not self.weighted:
             return self.pairs_per_group.astype(np.float64)
-        return _weighted_pairs(self.row_weights, self.label_rank, self.offsets, self.n_levels) * self.group_weights
+        return level_pair_weights(self.row_weights, self.label_rank, self.offsets, self.n_levels, False) \
+            * self.group_weights
 
     @property
     def n_rows(self) -> int:
@@ -160,8 +161,9 @@ class QueryGroups:
 
 
 @njit(cache=True)
-def _weighted_pairs(row_weights, label_rank, offsets, n_levels):
-    # per group: level sums A_r, then Σ_r A_r · (Σ_{s<r} A_s), levels ascending
+def level_pair_weights(row_weights, label_rank, offsets, n_levels, adjacent):
+    """Per group, from its level sums ``A_r`` (rows in order): ``Σ_r A_r · Σ_{s<r} A_s`` (every
+    pair), or with ``adjacent`` ``Σ_r A_r · A_{r-1}`` (pairs of adjacent levels), levels ascending."""
     out = np.zeros(offsets.shape[0] - 1)
     level_sum = np.zeros(max(1, n_levels.max()) if n_levels.shape[0] else 1)
     for g in range(offsets.shape[0] - 1):
@@ -172,7 +174,7 @@ def _weighted_pairs(row_weights, label_rank, offsets, n_levels):
         below = 0.0
         total = 0.0
         for r in range(k):
-            total += level_sum[r] * below
+            total += level_sum[r] * ((level_sum[r - 1] if r else 0.0) if adjacent else below)
             below += level_sum[r]
         out[g] = total
     return out

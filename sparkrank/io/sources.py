@@ -166,7 +166,7 @@ class Source:
         paths = self.local_paths()
         if self.format.local and self.where_sql:
             raise ValueError(refuse_where_sql_locally(self.where))
-        if self.columns.weights:  # the rows as without weights, then their weights (io/weight_columns.py)
+        if self.columns.weights and not self.format.reads_weights:  # rows, then weights (io/weight_columns.py)
             local_dataset = getattr(self.format, "local_dataset", None)  # columnar formats (Arrow datasets)
             if local_dataset is None:
                 raise DataError(f"{self.name}: {self.format.name} input has no weight columns (--weight-col, "

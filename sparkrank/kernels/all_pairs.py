@@ -39,7 +39,7 @@ def all_pairs(scores, values, labels, label_rank, offsets, margin, inclusive, ad
 
 
 @njit(cache=True)
-def all_pairs_weighted(scores, values, labels, offsets, margin, inclusive, weights):
+def all_pairs_weighted(scores, values, labels, label_rank, offsets, margin, inclusive, adjacent, weights):
     # all_pairs with each partner counted by its weight a_j (and its value by a_j·v_j)
     m = scores.shape[0]
     n_above = np.zeros(m)
@@ -50,6 +50,8 @@ def all_pairs_weighted(scores, values, labels, offsets, margin, inclusive, weigh
         start, end = offsets[g], offsets[g + 1]
         for u in range(start, end):
             for lo in range(start, end):
+                if adjacent and label_rank[u] != label_rank[lo] + 1:
+                    continue
                 if labels[u] > labels[lo] and _precedes(scores[u], scores[lo] + margin, inclusive):
                     n_above[lo] += weights[u]
                     s_above[lo] += weights[u] * values[u]

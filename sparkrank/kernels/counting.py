@@ -397,9 +397,10 @@ def count_support_pairs(
         but ``pairs``, which enumerates them: a pair of levels needs no tree.
     weights : float64 array (m,), optional
         Row weights ``a``: every partner ``j`` counts ``a_j`` (and adds ``a_j·values_j``), so the
-        counts are float64 weight sums (the trees hold weight sums where they hold counts).
-        ``None``: every partner counts 1 (int64 counts).  Not with ``prsvm+`` counting or
-        adjacent pairs (the per-level sweeps count rows, not weights): a ``ValueError``.
+        counts are float64 weight sums (the trees and the per-level sweeps hold weight sums where
+        they hold counts); adjacent levels are those of the rows of positive weight
+        (:func:`.level_counting.positive_weight_levels`).  ``None``: every partner counts 1
+        (int64 counts).
 
     Returns
     -------
@@ -418,17 +419,16 @@ def count_support_pairs(
     # all-zero values (the L1 loss, the metrics) have all-zero sums: skip the sum work
     with_sums = values is not None and bool(np.any(values))
     if weights is not None:
-        if method == "prsvm+" or pair_rule == "adjacent":
-            raise ValueError("row and group weights are not supported with prsvm+ counting or adjacent pairs; "
-                             "use another --counting, --pairs all, or no weight columns")
         weights = np.ascontiguousarray(weights, dtype=np.float64)
         if weights.shape[0] != m:
             raise ValueError(f"{weights.shape[0]} weights for {m} rows")
+        if pair_rule == "adjacent":  # adjacent among the levels of rows of positive weight
+            groups = level_counting.positive_weight_levels(groups, weights)
     if method == "pairs":
         if weights is not None:
             return PairCounts(*_all_pairs_weighted(scores, values if values is not None else np.zeros(m),
-                                                   groups.labels, groups.offsets, float(margin), bool(inclusive),
-                                                   weights))
+                                                   groups.labels, groups.label_rank, groups.offsets, float(margin),
+                                                   bool(inclusive), pair_rule == "adjacent", weights))
         result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels, groups.label_rank,
                             groups.offsets, float(margin), bool(inclusive), pair_rule == "adjacent")
         return PairCounts(*result)
@@ -467,7 +467,7 @@ def count_support_pairs(
         if by_levels:
             rule = level_counting.ADJACENT_PAIRS if pair_rule == "adjacent" else level_counting.ALL_PAIRS
             level_counting.sweep_groups_by_levels(sorted_scores, sorted_rank, sorted_values, *common, rule, descending,
-                                                  with_sums, out_count, out_sum)
+                                                  with_sums, out_count, out_sum, sorted_weights)
             return
         args = (sorted_scores, sorted_rank, sorted_labels, sorted_values, *common, descending, with_sums,
                 new_tree(method, groups, with_sums, weights is not None), out_count, out_sum)

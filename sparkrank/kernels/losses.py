@@ -49,8 +49,11 @@ class HingeKernel(ScoreKernel):
         return self.from_counts(count_support_pairs(groups, scores, margin=MARGIN, method=self.counting,
                                                     pair_rule=self.pair_rule), scores)
 
-    def from_counts(self, counts: PairCounts, scores: np.ndarray) -> KernelResult:
-        """The result from the rows' support-pair counts (also range placement's formula)."""
+    def from_counts(self, counts: PairCounts, scores: np.ndarray, factors: np.ndarray | None = None) -> KernelResult:
+        """The result from the rows' support-pair counts (also range placement's formula);
+        ``factors``: weighted rows' ``b_q·a_k`` (the counts are then weight sums)."""
+        if factors is not None:
+            return self._weighted_from_counts(counts, scores, factors)
         c, d = counts.n_above, counts.n_below
         coef = (c - d).astype(np.float64)  # airola2011 eq. (8)
         n_support = float(c.sum())
@@ -61,7 +64,9 @@ class HingeKernel(ScoreKernel):
         # eqs. (7)-(8) with weight sums c, d and each row's terms times b_q·a_k
         counts = count_support_pairs(groups, scores, margin=MARGIN, method=self.counting, pair_rule=self.pair_rule,
                                      weights=groups.row_weights)
-        factors = groups.row_factors()
+        return self._weighted_from_counts(counts, scores, groups.row_factors())
+
+    def _weighted_from_counts(self, counts: PairCounts, scores: np.ndarray, factors: np.ndarray) -> KernelResult:
         coef = factors * (counts.n_above - counts.n_below)
         support = sum_dd(factors * counts.n_above)
         loss = dd_add(sum_dd(coef * scores), support)
@@ -99,9 +104,13 @@ class SquaredHingeKernel(ScoreKernel):
                                 pair_rule=self.pair_rule)
         return self.from_counts(k, scores, (scores, order))
 
-    def from_counts(self, k: PairCounts, scores: np.ndarray, state=None) -> KernelResult:
+    def from_counts(self, k: PairCounts, scores: np.ndarray, state=None,
+                    factors: np.ndarray | None = None) -> KernelResult:
         """The result from the rows' support-pair counts and ``α`` sums (``v = p``), keeping
-        ``state`` (also range placement's formula, where the engine keeps the scores)."""
+        ``state`` (also range placement's formula, where the engine keeps the scores);
+        ``factors``: weighted rows' ``b_q·a_k`` (the counts and sums are then weighted)."""
+        if factors is not None:
+            return self._weighted_from_counts(k, scores, factors, state)
         l_sum = (k.n_above + k.n_below).astype(np.float64)
         l_diff = (k.n_above - k.n_below).astype(np.float64)
         alpha = k.s_above + k.s_below
@@ -118,7 +127,9 @@ class SquaredHingeKernel(ScoreKernel):
         # f_k = b_q·a_k; every statistic an exact sum (they are no longer integers)
         k = count_support_pairs(groups, scores, scores, order=order, margin=MARGIN, method=self.counting,
                                 pair_rule=self.pair_rule, weights=groups.row_weights)
-        factors = groups.row_factors()
+        return self._weighted_from_counts(k, scores, groups.row_factors(), (scores, order))
+
+    def _weighted_from_counts(self, k: PairCounts, scores: np.ndarray, factors: np.ndarray, state) -> KernelResult:
         l_sum, l_diff = k.n_above + k.n_below, k.n_above - k.n_below
         alpha = k.s_above + k.s_below
         coef = 2.0 * factors * (l_sum * scores - alpha + l_diff)
@@ -130,7 +141,7 @@ class SquaredHingeKernel(ScoreKernel):
         if self.with_diagonal:
             total = sum_dd(diagonal)
             hi, lo = hi + [total[0]], lo + [total[1]]
-        return Statistics(self.statistics, hi, lo).result(coef, (scores, order), diagonal)
+        return Statistics(self.statistics, hi, lo).result(coef, state, diagonal)
 
     def statistics_from_sums(self, loss_terms, n_above: float, n_below: float, diagonal) -> Statistics:
         """The statistics from the exact sums over the rows of the loss terms

@@ -31,6 +31,12 @@ A pair is then counted in one of three places:
 Counts are integers, so they equal the driver's bit for bit.  Value sums (the squared hinge's
 ``α`` and ``γ``) are added in another order than the driver's single sweep, so they may
 differ from it in the last bits; statistics are exact sums either way.
+
+Weighted rows (:mod:`sparkrank.data.weights`): every event carries its row's weight ``a_j``,
+the trees, histograms and bucket scans add weights where they add ones (the values are
+``a_j·v_j``), and the kernels' formulas multiply each row's terms by its ``b·a_k``
+(``from_counts`` with ``factors``).  The weight sums are then added in another order than the
+driver's too: equal to rounding (exactly, when the weights are small multiples of a power of 2).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from ..choices import DEFAULT_PAIR_RULE
 from ..conventions import MARGIN
 from . import tree_kinds, trees
 from .counting import PairCounts, sort_group, sort_scratch
+from .tree_kinds import insert_weight
 from .losses import HingeKernel, SquaredHingeHessianKernel, SquaredHingeKernel, SupportPairDiagonalKernel
 from .tree_kinds import SELECTION
 
@@ -87,10 +94,13 @@ def count_plan(kernel) -> CountPlan:
         f"{type(kernel).__name__} (RankNCG, TopPush and the ranking metrics) needs placement 'driver'")
 
 
-def finish(kernel, counts: PairCounts, scores: np.ndarray):
+def finish(kernel, counts: PairCounts, scores: np.ndarray, factors: np.ndarray | None = None):
     """``kernel``'s :class:`~sparkrank.kernels.base.KernelResult` from the counts of its rows (the
-    kernel's own formulas: ``from_counts``); no kernel state (the engine keeps the scores)."""
-    return kernel.from_counts(counts, scores)
+    kernel's own formulas: ``from_counts``; ``factors``: weighted rows' ``b·a_k``); no kernel
+    state (the engine keeps the scores)."""
+    if factors is None:
+        return kernel.from_counts(counts, scores)
+    return kernel.from_counts(counts, scores, factors=factors)
 
 
 def q_keys(scores: np.ndarray, margin: float) -> np.ndarray:
@@ -138,7 +148,7 @@ def event_order(values: np.ndarray, kinds: np.ndarray, rows: np.ndarray) -> np.n
 
 
 @njit(cache=True, nogil=True)
-def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums):
+def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights):
     # ascending: p-events go into an "above" tree, q-events ask it (n_above); descending:
     # q-events go into a "below" tree, p-events ask it (n_below).  One tree, reset per
     # direction (the direction is a compile-time constant of the tree calls: two loops).
@@ -149,7 +159,8 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
         e = order[i]
         if is_p[e]:
             value = values[e] if with_sums else 0.0
-            tree_kinds.tree_insert(kind, tree, height, False, rank[e], 0.0, 1, value, with_sums)
+            tree_kinds.tree_insert(kind, tree, height, False, rank[e], 0.0, insert_weight(weights, e), value,
+                                   with_sums)
         else:
             c, s = tree_kinds.tree_query(kind, tree, height, False, rank[e], 0.0, with_sums)
             counts[e] = c
@@ -159,7 +170,8 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
         e = order[i]
         if not is_p[e]:
             value = values[e] if with_sums else 0.0
-            tree_kinds.tree_insert(kind, tree, height, True, rank[e], 0.0, 1, value, with_sums)
+            tree_kinds.tree_insert(kind, tree, height, True, rank[e], 0.0, insert_weight(weights, e), value,
+                                   with_sums)
         else:
             c, s = tree_kinds.tree_query(kind, tree, height, True, rank[e], 0.0, with_sums)
             counts[e] = c
@@ -167,19 +179,21 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
 
 
 @njit(cache=True, nogil=True)
-def _sweep_selection(order, is_p, rank, values, n_levels, with_sums, tree, counts, sums):
-    _sweep(SELECTION, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums)
+def _sweep_selection(order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights=None):
+    # weights None: the unweighted sweep (int64 counts); an array: its own compilation
+    _sweep(SELECTION, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights)
 
 
 def arrange(chunks: list, inclusive: bool) -> list:
-    """Events of chunks ``(values, is_p, rows, labels, sums_of)`` (each from one block, rows
+    """Events of chunks ``(values, is_p, rows, labels, sums_of, weights)`` (each from one block, rows
     ascending within each kind, as :func:`range_events` gives them) concatenated in
     ``(kind, row)`` order: a stable sort by value alone then gives the events' order."""
+    width = len(chunks[0]) if chunks else 6  # the fields of an event (weights: the sixth, when given)
     chunks = sorted((c for c in chunks if c[0].shape[0]), key=lambda c: int(c[2][0]))
     first_is_p = q_kind(inclusive) == 1
     pieces = [(c, c[1] == take_p) for take_p in (first_is_p, not first_is_p) for c in chunks]
     out = []
-    for i in range(5):
+    for i in range(width):
         if chunks and chunks[0][i] is None:
             out.append(None)
         else:
@@ -188,7 +202,8 @@ def arrange(chunks: list, inclusive: bool) -> list:
 
 
 def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: np.ndarray,
-                sums_of: np.ndarray | None, inclusive: bool, arranged: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                sums_of: np.ndarray | None, inclusive: bool, arranged: bool = False,
+                weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pairs inside one range: for each event, the count (and value sum) of its partners
     among the range's events: a q-event's ``n_above`` part, a p-event's ``n_below`` part.
 
@@ -196,9 +211,10 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
     global row numbers (the order's last key); ``labels``: the rows' labels; ``sums_of``: the
     values summed over partners (``None``: counts only).  The selection tree runs over the
     range's own label ranks.  ``arranged``: the events are in ``(kind, row)`` order already
-    (:func:`arrange`), so one stable sort by value orders them (``counting.sort_group``)."""
+    (:func:`arrange`), so one stable sort by value orders them (``counting.sort_group``).
+    ``weights``: the events' row weights (counts are then float64 weight sums)."""
     n = values.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64 if weights is None else np.float64)
     sums = np.zeros(n)
     if n == 0:
         return counts, sums
@@ -212,18 +228,22 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
         kinds = np.where(is_p, 1 - q_kind(inclusive), q_kind(inclusive)).astype(np.int8)
         order = event_order(values, kinds, rows)
     with_sums = sums_of is not None
-    tree = trees.selection_new(levels.shape[0], n, with_sums)
-    _sweep_selection(order, np.ascontiguousarray(is_p), rank.astype(np.int32),
-                     np.ascontiguousarray(sums_of if with_sums else np.zeros(0), dtype=np.float64),
-                     levels.shape[0], with_sums, tree, counts, sums)
+    tree = trees.selection_new(levels.shape[0], n, with_sums, weights is not None)
+    args = (order, np.ascontiguousarray(is_p), rank.astype(np.int32),
+            np.ascontiguousarray(sums_of if with_sums else np.zeros(0), dtype=np.float64),
+            levels.shape[0], with_sums, tree, counts, sums)
+    if weights is None:
+        _sweep_selection(*args)
+    else:
+        _sweep_selection(*args, np.ascontiguousarray(weights, dtype=np.float64))
     return counts, sums
 
 
 @njit(cache=True, nogil=True)
-def _fenwick_add(count, total, i, value):
+def _fenwick_add(count, total, i, weight, value):
     i += 1
     while i < count.shape[0]:
-        count[i] += 1
+        count[i] += weight
         total[i] += value
         i += i & (-i)
 
@@ -231,7 +251,7 @@ def _fenwick_add(count, total, i, value):
 @njit(cache=True, nogil=True)
 def _fenwick_prefix(count, total, i):
     # entries 0 .. i-1
-    n, s = 0, 0.0
+    n, s = count[0] * 0, 0.0  # count[0] is never used: a zero of the counts' type
     while i > 0:
         n += count[i]
         s += total[i]
@@ -240,9 +260,9 @@ def _fenwick_prefix(count, total, i):
 
 
 @njit(cache=True, nogil=True)
-def _scan(order, labels, insert_at, query_below, values, with_sums, n_ranges, counts, sums):
+def _scan(order, labels, insert_at, query_below, values, with_sums, n_ranges, counts, sums, weights):
     # rows in label order (``order``); a run of equal labels asks before any of it is inserted
-    count = np.zeros(n_ranges + 1, dtype=np.int64)
+    count = np.zeros(n_ranges + 1, dtype=counts.dtype)
     total = np.zeros(n_ranges + 1)
     n = order.shape[0]
     start = 0
@@ -257,31 +277,35 @@ def _scan(order, labels, insert_at, query_below, values, with_sums, n_ranges, co
             sums[e] = s if with_sums else 0.0
         for t in range(start, end):
             e = order[t]
-            _fenwick_add(count, total, insert_at[e], values[e] if with_sums else 0.0)
+            _fenwick_add(count, total, insert_at[e], insert_weight(weights, e), values[e] if with_sums else 0.0)
         start = end
 
 
 def scan_bucket(labels: np.ndarray, rows: np.ndarray, range_p: np.ndarray, range_q: np.ndarray,
-                sums_of: np.ndarray | None, n_ranges: int):
+                sums_of: np.ndarray | None, n_ranges: int, weights: np.ndarray | None = None):
     """The pairs of one label bucket whose events lie in different ranges:
     ``n_above`` part ``|{j : y_j > y_k, range_p[j] < range_q[k]}|`` and ``n_below`` part
     ``|{j : y_j < y_k, range_q[j] > range_p[k]}|`` (with value sums), for each row of the
-    bucket (``rows``: their global numbers, which order equal labels)."""
+    bucket (``rows``: their global numbers, which order equal labels); ``weights``: each
+    partner counts its row weight."""
     n = labels.shape[0]
     with_sums = sums_of is not None
     values = np.ascontiguousarray(sums_of if with_sums else np.zeros(n), dtype=np.float64)
-    above, above_sums = np.zeros(n, dtype=np.int64), np.zeros(n)
-    below, below_sums = np.zeros(n, dtype=np.int64), np.zeros(n)
+    dtype = np.int64 if weights is None else np.float64
+    above, above_sums = np.zeros(n, dtype=dtype), np.zeros(n)
+    below, below_sums = np.zeros(n, dtype=dtype), np.zeros(n)
+    if weights is not None:
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
     if n == 0:
         return above, above_sums, below, below_sums
     down = np.lexsort((rows, -labels))  # label descending: earlier rows have larger labels
     _scan(down, labels, range_p.astype(np.int64), range_q.astype(np.int64), values, with_sums, n_ranges,
-          above, above_sums)
+          above, above_sums, weights)
     # n_below: ranges mirrored (r -> R-1-r) so "q-range after the p-range" is a prefix
     mirror_q = (n_ranges - 1 - range_q).astype(np.int64)
     mirror_p = (n_ranges - 1 - range_p).astype(np.int64)
     up = np.lexsort((rows, labels))
-    _scan(up, labels, mirror_q, mirror_p, values, with_sums, n_ranges, below, below_sums)
+    _scan(up, labels, mirror_q, mirror_p, values, with_sums, n_ranges, below, below_sums, weights)
     return above, above_sums, below, below_sums
 
 
@@ -341,35 +365,40 @@ def route(scores: np.ndarray, rows: np.ndarray, plan: CountPlan, bounds) -> tupl
 
 
 def histograms(bucket: np.ndarray, range_p: np.ndarray, range_q: np.ndarray, values: np.ndarray | None,
-               n_buckets: int, n_ranges: int) -> np.ndarray:
-    """Per ``(bucket, range)``: counts of p-events and q-events and, with ``values``, their
-    value sums, as a float64 array ``[4, n_buckets, n_ranges]`` (counts exact below 2⁵³)."""
+               n_buckets: int, n_ranges: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per ``(bucket, range)``: counts (``weights``: weight sums) of p-events and q-events and,
+    with ``values``, their value sums, as a float64 array ``[4, n_buckets, n_ranges]`` (counts
+    exact below 2⁵³)."""
     out = np.zeros((4, n_buckets * n_ranges))
     cells_p = bucket.astype(np.int64) * n_ranges + range_p
     cells_q = bucket.astype(np.int64) * n_ranges + range_q
     size = n_buckets * n_ranges
-    out[0] = np.bincount(cells_p, minlength=size)
-    out[1] = np.bincount(cells_q, minlength=size)
+    out[0] = np.bincount(cells_p, weights=weights, minlength=size)
+    out[1] = np.bincount(cells_q, weights=weights, minlength=size)
     if values is not None:
         out[2] = np.bincount(cells_p, weights=values, minlength=size)
         out[3] = np.bincount(cells_q, weights=values, minlength=size)
     return out.reshape(4, n_buckets, n_ranges)
 
 
-def cross_terms(hist: np.ndarray, bucket: np.ndarray, range_p: np.ndarray, range_q: np.ndarray):
+def cross_terms(hist: np.ndarray, bucket: np.ndarray, range_p: np.ndarray, range_q: np.ndarray,
+                weighted: bool = False):
     """Each row's partners in other buckets and ranges from the summed :func:`histograms`:
-    ``(n_above, s_above, n_below, s_below)`` parts."""
+    ``(n_above, s_above, n_below, s_below)`` parts (counts int64, or weight sums)."""
     above_n = cross_table(hist[0], True)[bucket, range_q]
     above_s = cross_table(hist[2], True)[bucket, range_q]
     below_n = cross_table(hist[1], False)[bucket, range_p]
     below_s = cross_table(hist[3], False)[bucket, range_p]
+    if weighted:
+        return above_n, above_s, below_n, below_s
     return above_n.astype(np.int64), above_s, below_n.astype(np.int64), below_s
 
 
 def range_events(scores: np.ndarray, rows: np.ndarray, labels: np.ndarray, values: np.ndarray | None,
-                 range_p: np.ndarray, range_q: np.ndarray, r: int, plan: CountPlan):
+                 range_p: np.ndarray, range_q: np.ndarray, r: int, plan: CountPlan,
+                 weights: np.ndarray | None = None):
     """The events of range ``r`` among these rows: ``(event values, is_p, rows, labels, values,
-    positions)``, positions indexing the rows (p-events first, then q-events)."""
+    weights, positions)``, positions indexing the rows (p-events first, then q-events)."""
     at_p = np.flatnonzero(range_p == r)
     at_q = np.flatnonzero(range_q == r)
     positions = np.concatenate([at_p, at_q])
@@ -377,7 +406,8 @@ def range_events(scores: np.ndarray, rows: np.ndarray, labels: np.ndarray, value
     event_values = np.concatenate([p[at_p], q[at_q]])
     is_p = np.concatenate([np.ones(at_p.size, dtype=np.bool_), np.zeros(at_q.size, dtype=np.bool_)])
     vals = None if values is None else values[positions]
-    return event_values, is_p, rows[positions], labels[positions], vals, positions
+    event_weights = None if weights is None else weights[positions]
+    return event_values, is_p, rows[positions], labels[positions], vals, event_weights, positions
 
 
 def sample_bounds(scores: np.ndarray, rows: np.ndarray, plan: CountPlan, n_ranges: int):
@@ -396,23 +426,27 @@ def sample_bounds(scores: np.ndarray, rows: np.ndarray, plan: CountPlan, n_range
 
 
 def count_by_ranges(scores: np.ndarray, labels: np.ndarray, values: np.ndarray | None, plan: CountPlan,
-                    buckets: LabelBuckets, n_ranges: int, bounds=None) -> PairCounts:
+                    buckets: LabelBuckets, n_ranges: int, bounds=None, weights: np.ndarray | None = None) -> PairCounts:
     """All rows' counts through the range decomposition, in one process: what the Spark
     engine's range placement computes across tasks (the same functions), for tests and for
-    reading the method.  ``bounds``: the boundaries (default: from all rows)."""
+    reading the method.  ``bounds``: the boundaries (default: from all rows); ``weights``: row
+    weights (partners count ``a_j`` and add ``a_j·v_j``)."""
     m = scores.shape[0]
     rows = np.arange(m, dtype=np.int64)
     if bounds is None:
         bounds = sample_bounds(scores, rows, plan, n_ranges)
     n_ranges = bounds[0].shape[0] + 1
+    if weights is not None and values is not None:
+        values = weights * values
     range_p, range_q = route(scores, rows, plan, bounds)
     bucket = buckets.of(labels)
     n_above, s_above, n_below, s_below = cross_terms(
-        histograms(bucket, range_p, range_q, values, buckets.n_buckets, n_ranges), bucket, range_p, range_q)
+        histograms(bucket, range_p, range_q, values, buckets.n_buckets, n_ranges, weights), bucket, range_p, range_q,
+        weights is not None)
     for r in range(n_ranges):
-        ev, is_p, ev_rows, ev_labels, ev_vals, pos = range_events(scores, rows, labels, values, range_p, range_q,
-                                                                  r, plan)
-        counts, sums = sweep_range(ev, is_p, ev_rows, ev_labels, ev_vals, plan.inclusive)
+        ev, is_p, ev_rows, ev_labels, ev_vals, ev_weights, pos = range_events(scores, rows, labels, values, range_p,
+                                                                              range_q, r, plan, weights)
+        counts, sums = sweep_range(ev, is_p, ev_rows, ev_labels, ev_vals, plan.inclusive, weights=ev_weights)
         at_q, at_p = pos[~is_p], pos[is_p]
         n_above[at_q] += counts[~is_p]
         s_above[at_q] += sums[~is_p]
@@ -422,7 +456,8 @@ def count_by_ranges(scores: np.ndarray, labels: np.ndarray, values: np.ndarray |
         for b in range(buckets.n_buckets):
             at = np.flatnonzero(bucket == b)
             a, sa, d, sd = scan_bucket(labels[at], rows[at], range_p[at], range_q[at],
-                                       None if values is None else values[at], n_ranges)
+                                       None if values is None else values[at], n_ranges,
+                                       None if weights is None else weights[at])
             n_above[at] += a
             s_above[at] += sa
             n_below[at] += d

@@ -16,15 +16,18 @@ from ..kernels.pair_count import PairCountKernel
 from .base import require_pairs
 
 
-def training_pairs(engine: Engine, pair_rule: str) -> int:
+def training_pairs(engine: Engine, pair_rule: str) -> int | float:
     """``N``, the number of pairs ``pair_rule`` trains on (all pairs: the engine's summary;
     adjacent pairs: one pass of :class:`PairCountKernel`), or a :class:`DataError` when there are
-    none (a group with pairs has two adjacent levels, so adjacent pairs exist when pairs do)."""
+    none (a group with pairs has two adjacent levels, so adjacent pairs exist when pairs do).
+    Weighted data: their weight ``Σ b_q a_u a_l`` (a float; adjacency among the levels of rows
+    of positive weight, so adjacent pairs of positive weight exist when pairs of it do)."""
     n_all = require_pairs(engine)
     if pair_rule == "all":
         return n_all
     kernel = PairCountKernel(pair_rule)
-    return int(round(kernel.named(engine.run(np.zeros(engine.summary.n_features), kernel).stats)["pairs"]))
+    total = kernel.named(engine.run(np.zeros(engine.summary.n_features), kernel).stats)["pairs"]
+    return total if engine.summary.weighted else int(round(total))
 
 
 def pair_facts(pair_rule: str, n_pairs: int) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Format, one example per line::
 
-    label [qid:Q] index:value index:value ... [# comment]
+    label [qid:Q] [cost:C] index:value index:value ... [# comment]
 
 Indices are 1-based (``zero_based=True`` accepts 0-based files), strictly increasing within
 a line; tokens are separated by spaces or tabs; LF, CRLF or lone CR line endings (as Hadoop
@@ -49,6 +49,7 @@ from ...choices import FEATURE_LAYOUTS, check_choice
 from ..compression import UTF8_BOM, is_gzip
 from ..block import DataError, RankingData, beyond_float32, max_features_limit, max_features_message
 from . import scanner as S
+from .costs import row_costs
 from .errors import QidLayout, SVMLightFormatError, qids_by_layout, raise_scan_error
 from .stretches import close_gaps, set_slow_tokens
 from .writer import write_svmlight
@@ -56,13 +57,7 @@ from .writer import write_svmlight
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = [
-    "SVMLightFormatError",
-    "SVMLightFile",
-    "read_svmlight",
-    "load_svmlight",
-    "write_svmlight",
-]
+__all__ = ["SVMLightFormatError", "SVMLightFile", "read_svmlight", "load_svmlight", "write_svmlight"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -87,6 +82,9 @@ class SVMLightFile:
         Number of (uncompressed) text bytes parsed.
     qid_layout : QidLayout or None
         The qid rule the rows followed (``None`` for text without data lines).
+    cost : float64 ndarray (m,) or None
+        The ``cost:`` tokens (SVMlight's cost factor, finite and ``>= 0``; 1 on a line without
+        one), ``None`` when no line has one (:mod:`.costs`).
     """
 
     X: "sp.csr_matrix | np.ndarray"
@@ -94,8 +92,7 @@ class SVMLightFile:
     qid: np.ndarray | None
     n_bytes: int
     qid_layout: "QidLayout | None" = None
-
-
+    cost: np.ndarray | None = None
 
 # --------------------------------------------------------------------------------------
 # Python side of the reader
@@ -291,6 +288,9 @@ class _Rows:
     qid_end: np.ndarray
     qid_kind: np.ndarray  # 0 none, 1 integer, 2 string
     row_line: np.ndarray
+    cost: np.ndarray  # a cost: token's value, its text at cost_start:cost_end (-1: none)
+    cost_start: np.ndarray
+    cost_end: np.ndarray
 
     @classmethod
     def allocate(cls, max_rows: int, max_nnz: int, dtype, width: int = -1) -> "_Rows":
@@ -302,11 +302,11 @@ class _Rows:
             indices, values = np.empty(max_nnz, np.int32), np.empty(max_nnz, dtype)
         return cls(np.empty(max_rows, np.float64), np.empty(max_rows + 1, np.int64), indices, values,
                    *(np.empty(max_rows, np.int64) for _ in range(3)), np.empty(max_rows, np.int8),
-                   np.empty(max_rows, np.int64))
+                   np.empty(max_rows, np.int64), np.empty(max_rows), *(np.empty(max_rows, np.int64) for _ in range(2)))
 
     def arrays(self) -> tuple:
         return (self.labels, self.indptr, self.indices, self.values, self.qid_int, self.qid_start, self.qid_end,
-                self.qid_kind, self.row_line)
+                self.qid_kind, self.row_line, self.cost, self.cost_start, self.cost_end)
 
 
 #: Bytes at the start of a file parsed once to choose the layout (``layout="auto"``).
@@ -445,16 +445,17 @@ def _scan_text(raw, buf, name: str, n_features: int | None, dtype: type, zero_ba
     if m:
         qid = qids_by_layout(raw, name, qid_layout, out.qid_kind[:m], out.qid_int[:m], out.qid_start[:m],
                               out.qid_end[:m], out.row_line[:m])
+    cost = row_costs(raw, name, out.cost[:m], out.cost_start[:m], out.cost_end[:m], out.row_line[:m])
 
     if width >= 0:  # every column is below width, and (n_features unset) the probe saw width - 1
         del out
         return SVMLightFile(X=values.reshape(m, width), labels=labels, qid=qid, n_bytes=len(raw),
-                            qid_layout=qid_layout)
+                            qid_layout=qid_layout, cost=cost)
     indptr = out.indptr[: m + 1]
     del out
     n_cols = int(n_features) if n_features is not None else int(max_col) + 1
     X = _csr(values, indices, indptr, m, nnz, n_cols, zeros_possible=bool(n_slow))
-    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout)
+    return SVMLightFile(X=X, labels=labels, qid=qid, n_bytes=len(raw), qid_layout=qid_layout, cost=cost)
 
 
 def _csr(values: np.ndarray, indices: np.ndarray, indptr: np.ndarray, m: int, nnz: int, n_cols: int,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..block import DataError, beyond_float32, max_features_message
+from ..weights import WEIGHT_RULE
 from . import scanner as S
 from .parse_decimal import INF, NAN
 
@@ -30,6 +31,11 @@ class SVMLightFormatError(DataError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+
+def cost_message(name: str, token: str, line: int) -> str:
+    """The one error line of a bad ``cost:`` token (:mod:`.costs`)."""
+    return f"{name}: {token!r} on line {line}: a cost is a row weight and {WEIGHT_RULE}"
 
 
 def token_text(raw: bytes, s: int, e: int, limit: int = 60) -> str:
@@ -83,6 +89,10 @@ def raise_scan_error(err: np.ndarray, raw: bytes, name: str, zero_based: bool, n
         msg = f"'qid:' without value on line {line}"
     elif code == S.E_QID_POS:
         msg = f"{tok!r} on line {line}: a qid must come once, directly after the label"
+    elif code == S.E_COST:
+        raise SVMLightFormatError(cost_message(name, tok, line), path=name, line=line)
+    elif code == S.E_COST_POS:
+        msg = f"{tok!r} on line {line}: a cost must come once, after the label (and qid) and before the features"
     else:  # pragma: no cover - every code is handled above
         msg = f"parse error {code} on line {line} near {tok!r}"
     raise SVMLightFormatError(f"{name}: {msg}", path=name, line=line)

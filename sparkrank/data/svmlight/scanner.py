@@ -2,7 +2,8 @@
 
 Pass 1 (:func:`count_line_ends`) counts line ends and ``:`` bytes, upper bounds on the rows
 and non-zeros of a piece of text, so every output array is allocated once.  Pass 2
-(:func:`scan`) fills labels, CSR ``indptr`` / ``indices`` / ``values`` and qids.  Both run
+(:func:`scan`) fills labels, CSR ``indptr`` / ``indices`` / ``values``, qids and the
+``cost:`` tokens (SVMlight's per-example cost factor, sparkrank's row weight).  Both run
 on any piece that holds whole lines, so the reader cuts a file at line ends and runs the
 pieces on several threads (the functions are ``nogil``), each into its own stretch of the
 output arrays; :func:`move_rows` then closes the gaps the loose bounds left.
@@ -35,6 +36,8 @@ E_INDEX_BIG = 12
 E_MAX_FEATURES = 13  # aux1 = index
 E_WIDER = 14  # dense layout only: a column at or beyond the width chosen up front (not a data error)
 E_FEAT_RANGE = 15  # a finite value the values array's float32 cannot hold: aux1 = index
+E_COST = 16  # a cost that is malformed, not finite or negative
+E_COST_POS = 17  # a cost after a feature, or a second one
 
 
 @njit(cache=True, nogil=True)
@@ -67,7 +70,7 @@ def count_line_ends(buf, lo, hi):
 
 @njit(cache=True, nogil=True)
 def move_rows(width, dst_row, src_row, n_rows, dst_nnz, src_nnz, n_nnz, labels, indptr, indices, values, qid_int,
-              qid_start, qid_end, qid_kind, row_line):
+              qid_start, qid_end, qid_kind, row_line, cost, cost_start, cost_end):
     """Move ``n_rows`` parsed rows (and their ``n_nnz`` non-zeros) down from ``src_row`` /
     ``src_nnz`` to ``dst_row`` / ``dst_nnz`` of the same arrays, in place.
 
@@ -92,6 +95,9 @@ def move_rows(width, dst_row, src_row, n_rows, dst_nnz, src_nnz, n_nnz, labels, 
         qid_end[dst_row + r] = qid_end[src_row + r]
         qid_kind[dst_row + r] = qid_kind[src_row + r]
         row_line[dst_row + r] = row_line[src_row + r]
+        cost[dst_row + r] = cost[src_row + r]
+        cost_start[dst_row + r] = cost_start[src_row + r]
+        cost_end[dst_row + r] = cost_end[src_row + r]
     if width < 0:
         for r in range(n_rows + 1):
             indptr[dst_row + r] = indptr[src_row + r] + shift
@@ -190,15 +196,16 @@ def _line_start(buf, p, n):
 
 
 @njit(cache=True, nogil=True)
-def _store_label(labels, row_line, qid_kind, slow, n_slow, row, kind, v, p, e, line):
+def _store_label(labels, row_line, qid_kind, cost_start, slow, n_slow, row, kind, v, p, e, line):
     """Store ``row``'s label ``v`` (a slow token recorded for Python's ``float``) and its line;
-    the row has no qid yet.  Returns the slow-token count after it."""
+    the row has no qid and no cost yet.  Returns the slow-token count after it."""
     if kind == SLOW:
         _record_slow(slow, n_slow, -row - 1, p, e, line)
         n_slow += 1
     labels[row] = v
     row_line[row] = line
     qid_kind[row] = 0
+    cost_start[row] = -1
     return n_slow
 
 
@@ -253,6 +260,39 @@ def _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, e
 
 
 @njit(cache=True, nogil=True)
+def _cost_token(buf, p, line, row, prev, cost, cost_start, cost_end, err):
+    """The ``cost:`` token at ``buf[p]`` of ``row`` stored (once, before the features; SVMlight's
+    cost factor, a row weight): the byte after it, or -1 with ``err`` set.  A value of more than
+    18 digits is stored as NaN, and the reader converts its text (``cost_start:cost_end``)."""
+    te = token_end(buf, p)
+    if cost_start[row] >= 0 or prev >= 0:
+        _set_err(err, E_COST_POS, line, p, te, 0, 0)
+        return -1
+    kind, v, e = parse_number(buf, p + 5)
+    if kind >= MALFORMED or e != te or p + 5 == te or v < 0:
+        _set_err(err, E_COST, line, p, te, 0, 0)
+        return -1
+    cost[row] = np.nan if kind == SLOW else v
+    cost_start[row] = p + 5
+    cost_end[row] = te
+    return te
+
+
+@njit(cache=True, nogil=True)
+def _tag_token(buf, p, n, line, row, prev, qid_int, qid_start, qid_end, qid_kind, cost, cost_start, cost_end, err):
+    """A ``qid:`` or ``cost:`` token at ``buf[p]`` (a token that is not a feature) stored: the
+    byte after it, or -1 with ``err`` set (a bad one, or neither)."""
+    if buf[p] == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
+        return _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err)
+    if p + 4 < n and buf[p] == 99 and buf[p + 1] == 111 and buf[p + 2] == 115 and buf[p + 3] == 116 \
+            and buf[p + 4] == 58:
+        return _cost_token(buf, p, line, row, prev, cost, cost_start, cost_end, err)
+    code, te = _bad_token_code(buf, p)
+    _set_err(err, code, line, p, te, 0, 0)
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def _column_error(col, prev, n_features_limit, max_features, width):
     """The error code of feature column ``col`` after column ``prev`` of its row, or
     :data:`E_NONE` (the checks in order: range, order, the fixed width, the limit, dense rows)."""
@@ -284,7 +324,7 @@ def _number_error(err, in_row, kind, v, line, p, tok, e, idx):
 
 @njit(cache=True, nogil=True)
 def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, labels, indptr, indices, values,
-          qid_int, qid_start, qid_end, qid_kind, row_line, slow, err):
+          qid_int, qid_start, qid_end, qid_kind, row_line, cost, cost_start, cost_end, slow, err):
     """Pass 2 over ``buf[lo:hi]``: fill the output arrays; never raises (errors come back in ``err``).
 
     ``hi`` is right after a LF (or the end of the text), so a chunk holds whole lines and
@@ -295,6 +335,9 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
     guard against a huge dimension.  ``width`` -1 fills CSR ``indices`` / ``values``; ``width
     >= 0`` fills dense rows, ``values[row * width + col]`` (``values`` zeroed beforehand, no
     ``indices``), and stops with :data:`E_WIDER` at a column beyond it.
+
+    ``cost`` gets a row's ``cost:`` value and ``cost_start``/``cost_end`` its text (-1: the row
+    has none; :func:`_cost_token`).
 
     ``err`` = [code, line, token start, token end, aux1, aux2]; ``slow`` holds 4 entries
     per token, (target, start, end, line), with target >= 0 an index into ``values`` and
@@ -338,14 +381,11 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
                 if c == 35:
                     p = _comment_end(buf, p, n)
                     continue
-                if c == 113 and p + 3 < n and buf[p + 1] == 105 and buf[p + 2] == 100 and buf[p + 3] == 58:
-                    p = _qid_token(buf, p, line, row, prev, qid_int, qid_start, qid_end, qid_kind, err)
-                    if p < 0:
-                        break
-                    continue
-                code, te = _bad_token_code(buf, tok)
-                _set_err(err, code, line, tok, te, 0, 0)
-                break
+                p = _tag_token(buf, p, n, line, row, prev, qid_int, qid_start, qid_end, qid_kind, cost, cost_start,
+                               cost_end, err)
+                if p < 0:  # a bad qid: or cost: token, or neither
+                    break
+                continue
             idx, p = _index_digits(buf, p, n)
             if p >= n or buf[p] != 58:
                 code, te = _bad_token_code(buf, tok)
@@ -363,7 +403,7 @@ def scan(buf, lo, hi, zero_based, n_features_limit, max_features, width, state, 
             _number_error(err, in_row, kind, v, line, p, tok, e, idx)
             break
         if not in_row:
-            n_slow = _store_label(labels, row_line, qid_kind, slow, n_slow, row, kind, v, p, e, line)
+            n_slow = _store_label(labels, row_line, qid_kind, cost_start, slow, n_slow, row, kind, v, p, e, line)
             in_row = True
             prev = -1
         else:

@@ -182,7 +182,7 @@ class SparkEngine(StoreBuilding, Engine):
         self.label_col, self.qid_col = label_col, qid_col
         self.weights = WeightColumns(weight_col, group_weight_col).present_in(names)  # data/weights.py
         self.spec = feature_spec(df, features_col)
-        self.placement, self._n_ranges = checked_placement(placement, qid_col, self.weights), n_ranges
+        self.placement, self._n_ranges = checked_placement(placement, qid_col), n_ranges
         self.dtype = np.dtype(dtype).name
         self._auto_partitions = num_partitions is None
         self.num_partitions = num_partitions or sizing.default_partitions(

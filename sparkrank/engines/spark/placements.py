@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...choices import PLACEMENTS
 
 
-def checked_placement(placement: str, qid_col: str | None, weights) -> str:
+def checked_placement(placement: str, qid_col: str | None) -> str:
     """``placement`` with ``auto`` resolved (executor with query ids, else driver), or the
     ``ValueError`` that says why it cannot run on these columns."""
     if placement == "auto":
@@ -17,6 +17,4 @@ def checked_placement(placement: str, qid_col: str | None, weights) -> str:
         raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
     if placement == "range" and qid_col is not None:
         raise ValueError("range placement needs one global ranking (no query ids); use executor placement")
-    if placement == "range" and weights:
-        raise ValueError("placement 'range' does not take row or group weights yet; use placement 'driver'")
     return placement

@@ -14,6 +14,12 @@ driver placement's bit for bit.  The squared hinge's partner sums ``α`` and ``�
 and Hessian passes) are added per range and per summary instead of in one sweep's order, so its
 coefficients may differ from driver placement's in the last bits, and the model with them.
 
+Row and group weights (:mod:`sparkrank.data.weights`): events carry their rows' weights and
+every count is a weight sum (:mod:`sparkrank.kernels.range_counts`), added in another order than
+driver placement's sweep, so equal to it to rounding (bit for bit when the weights' sums are
+exact, e.g. multiples of 1/2); the pairs' weight ``Σ b a_u a_l`` is the L1 hinge's support count
+at ``w = 0``, where every pair is a support pair.
+
 Only the RankSVM losses' kernels run here (:func:`~sparkrank.kernels.range_counts.count_plan`
 refuses others by name), on a local master only: the final stage opens blocks by path after a
 shuffle, which does not follow the blocks' hosts on a cluster.
@@ -29,6 +35,8 @@ import numpy as np
 
 from ...kernels import range_counts as rc
 from ...kernels.base import ScoreKernel
+from ...kernels.losses import HingeKernel
+from ...kernels.pair_weights import PairWeightKernel
 from ...numerics.exact_sum import add_split_steps, dd_round
 from ...numerics.linalg import matvec
 from ..base import ColumnMoments, DataSummary, PassResult, StateHandle
@@ -106,7 +114,7 @@ class RangePlacement:
         self._sample = None  # (global rows, CSR rows) of the fixed sample (_bounds)
         self.buckets, n_pairs = self._label_buckets()
         n_rows = sum(int(r.n_rows) for r in engine.refs)
-        self.summary = DataSummary(n_rows, engine.n_features, 1, n_pairs, 0 if n_pairs else 1)
+        self.summary = DataSummary(n_rows, engine.n_features, 1, n_pairs, 0 if n_pairs else 1, bool(engine.weights))
         self._refs = {r.partition: r for r in engine.refs}
         self._row_start = dict(engine.row_start)
         built = sorted((engine.row_start[r.partition], r.partition) for r in engine.refs if r.n_rows)
@@ -138,6 +146,10 @@ class RangePlacement:
 
     # -- passes ----------------------------------------------------------------------------
     def run(self, vector: np.ndarray, kernel: ScoreKernel, state: StateHandle | None, keep_state: bool) -> PassResult:
+        if isinstance(kernel, PairWeightKernel):  # Σ b a_u a_l: at w = 0 every pair is a support pair
+            hinge = HingeKernel()
+            support = hinge.named(self.run(np.zeros_like(vector), hinge, None, False).stats)["support_pairs"]
+            return PassResult(np.array([support]), np.zeros(self.engine.n_features), None, None)
         plan = rc.count_plan(kernel)
         result, kept = self._pass(vector, kernel, plan, state, (1,))
         stats, sums = result

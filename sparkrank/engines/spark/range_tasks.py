@@ -98,22 +98,24 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
             if not ref.n_rows:
                 continue
             start = job.row_start[ref.partition]
-            labels = np.asarray(open_block(ref.path, ref.width).groups.labels)
+            groups = open_block(ref.path, ref.width).groups
+            labels, weights = np.asarray(groups.labels), groups.row_weights  # weights: None unweighted
             p, values, _ = _block_values(ref, job.plan, job.scores_id, vector_bc, job.values_id)
+            if weights is not None and values is not None:
+                values = weights * values  # a partner adds a_j·v_j (kernels/range_counts.py)
             rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
             range_p, range_q = rc.route(p, rows, job.plan, job.bounds)
             bucket = job.buckets.of(labels)
             yield job.hist_task, (HIST, ref.partition, rc.histograms(bucket, range_p, range_q, values,
-                                                                     job.buckets.n_buckets, job.n_ranges))
+                                                                     job.buckets.n_buckets, job.n_ranges, weights))
             for r in np.unique(np.concatenate([range_p, range_q])):
-                ev, is_p, ev_rows, ev_labels, ev_vals, _ = rc.range_events(p, rows, labels, values, range_p,
-                                                                           range_q, int(r), job.plan)
-                yield int(r), (RANGE, ev, is_p, ev_rows, ev_labels, ev_vals)
+                events = rc.range_events(p, rows, labels, values, range_p, range_q, int(r), job.plan, weights)
+                yield int(r), (RANGE, *events[:-1])
             if not job.buckets.exact:
                 for b in np.unique(bucket):
                     at = np.flatnonzero(bucket == b)
                     yield job.n_ranges + int(b), (BUCKET, labels[at], rows[at], range_p[at], range_q[at],
-                                                  None if values is None else values[at])
+                                                  *(None if a is None else a[at] for a in (values, weights)))
 
     return worker_task(task)
 
@@ -139,14 +141,15 @@ def middle_task(job):
         if not parts:
             return
         if parts[0][0] == RANGE:
-            ev, is_p, rows, labels, vals = rc.arrange([part[1:] for part in parts], job.plan.inclusive)
+            ev, is_p, rows, labels, vals, weights = rc.arrange([part[1:] for part in parts], job.plan.inclusive)
             if ev is None:
                 return
-            counts, sums = rc.sweep_range(ev, is_p, rows, labels, vals, job.plan.inclusive, arranged=True)
+            counts, sums = rc.sweep_range(ev, is_p, rows, labels, vals, job.plan.inclusive, arranged=True,
+                                          weights=weights)
             results = (RANGE, rows, is_p, counts, sums)
         else:
-            labels, rows, range_p, range_q, vals = (_concat(parts, i) for i in range(1, 6))
-            results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges))
+            labels, rows, range_p, range_q, vals, weights = (_concat(parts, i) for i in range(1, 7))
+            results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges, weights))
         yield from _by_block(job, results)
 
     return worker_task(task)
@@ -161,15 +164,15 @@ def _by_block(job, results):
         yield int(job.block_partitions[i]), (results[0], *(a[at] for a in results[1:]))
 
 
-def _pair_counts(job, ref, parts, p, labels) -> PairCounts:
-    """A block's counts: the cross-range terms from the histograms plus the ranges' and
-    buckets' parts of its rows."""
+def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
+    """A block's counts (``weighted``: weight sums): the cross-range terms from the histograms
+    plus the ranges' and buckets' parts of its rows."""
     start = job.row_start[ref.partition]
     rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
     range_p, range_q = rc.route(p, rows, job.plan, job.bounds)
     bucket = job.buckets.of(labels)
     hist = next(part[1] for part in parts if part[0] == HIST)
-    n_above, s_above, n_below, s_below = rc.cross_terms(hist, bucket, range_p, range_q)
+    n_above, s_above, n_below, s_below = rc.cross_terms(hist, bucket, range_p, range_q, weighted)
     for part in parts:
         if part[0] == RANGE:
             _, r, is_p, counts, sums = part
@@ -201,8 +204,9 @@ def final_task(job, kernel, powers: tuple[int, ...], n_features: int):
             return
         block = open_block(ref.path, ref.width)
         p, values, scores = _block_values(ref, job.plan, job.scores_id, None, job.values_id)
-        counts = _pair_counts(job, ref, parts, p, np.asarray(block.groups.labels))
-        result = rc.finish(kernel, counts, scores)
+        groups = block.groups
+        counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
+        result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
         wanted = pass_products(result, powers)
         yield result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
                                                 job.step_plans[ref.partition], n_features)

@@ -17,7 +17,7 @@ A new format is one subclass (in its own module when it needs a parser) and one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 
 
@@ -46,6 +46,9 @@ class Format:
     magic: bytes | None = None
     memory_expansion: float = 4.0
     output_suffixes: tuple[str, ...] = ()
+    #: Whether its own reader (``read_local``) reads the weight columns: SVMlight's ``cost:``
+    #: tokens; other formats' weight columns are read beside the rows (``io/weight_columns.py``).
+    reads_weights: ClassVar[bool] = False
 
     # -- names ---------------------------------------------------------------------------------
     def writes(self, name: str) -> bool:

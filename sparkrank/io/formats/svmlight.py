@@ -4,18 +4,21 @@ The group id is the ``qid:`` tokens: files with them are grouped, files without 
 ranking, and ``--qid-col ''`` ignores them; the first data line of the first file fixes the qid
 rule of every file, on both engines.  Compressed text (gzip by its magic bytes, bzip2 by its
 ``.bz2`` name) is read whole.  Its columns, as Spark reads them, are ``label``, ``qid`` (when
-the files have qids), ``indices`` and ``values``.
+the files have qids), ``indices`` and ``values``; and ``cost`` (the lines' ``cost:`` tokens, 1
+where a line has none) when ``--weight-col cost`` or ``--group-weight-col cost`` asks for it:
+SVMlight's cost factor is its only weight column (:mod:`sparkrank.data.svmlight.costs`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
 from ...data.block import DataError, RankingData
 from ...data.compression import decompressed, is_bzip2_name
+from ...data.svmlight.costs import COST_COLUMN, costs_of
 from .. import uri as U
 from ..fs import LOCAL
 from ..outputs import write_via_local_file
@@ -32,9 +35,14 @@ class SvmlightFormat(Format):
 
         return read_svmlight_dataframe(spark, uris[0] if len(uris) == 1 else uris)
 
+    #: the cost: tokens are a weight column (``--weight-col cost``) on both engines
+    reads_weights: ClassVar[bool] = True
+
     def prepare_spark(self, df, columns, where_filter, where, where_sql=False):
         from ..spark.frames import prepare_frame
 
+        if COST_COLUMN not in columns.weights.columns:  # read_spark always parses the costs
+            df = df.drop(COST_COLUMN)
         return prepare_frame(df, columns, where_filter, where=where, where_sql=where_sql, numeric_labels=False,
                              check=lambda names: svmlight_column_spec(columns, names, where))
 
@@ -62,13 +70,17 @@ class SvmlightFormat(Format):
             layout = layout or part.qid_layout
             parts.append(part)
         X, labels, qid = _stack(parts)
-        names = svmlight_columns(qid is not None)  # checked as on Spark, e.g. --feature-cols: there are none
+        asked = COST_COLUMN in columns.weights.columns
+        cost = costs_of(parts, labels.shape[0]) if asked else None
+        names = svmlight_columns(qid is not None, asked)  # checked as on Spark, e.g. --feature-cols: there are none
         svmlight_column_spec(columns, names, f"{source.name}: ").check(names, f"{source.name}: ")
         if not columns.group:
             qid = None
         if source.where:
-            X, labels, qid = _filter_arrays(X, labels, qid, source.where, f"{source.name}: ")
-        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
+            X, labels, qid, cost = _filter_arrays(X, labels, qid, source.where, f"{source.name}: ", cost)
+        weights = {"row_weights": cost if columns.weights.row == COST_COLUMN else None,
+                   "group_weights": cost if columns.weights.group == COST_COLUMN else None}
+        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto", **weights)
 
     def data_shape(self, files, columns, itemsize):
         from ...data import memory
@@ -105,16 +117,21 @@ def write_text(path: str, data) -> None:
     write_svmlight(path, data.X[inverse], data.labels[inverse], qid)
 
 
-def svmlight_columns(has_qid: bool) -> list[str]:
+def svmlight_columns(has_qid: bool, cost: bool = False) -> list[str]:
     """The columns of SVMlight rows (as :func:`~sparkrank.io.spark.svmlight.read_svmlight_dataframe`
-    reads them on Spark), for the column messages in-process."""
-    return ["label", *(["qid"] if has_qid else []), "indices", "values"]
+    reads them on Spark; ``cost``: asked for), for the column messages in-process."""
+    return ["label", *(["qid"] if has_qid else []), *([COST_COLUMN] if cost else []), "indices", "values"]
 
 
 def svmlight_column_spec(columns, names: Sequence[str], where: str):
     """The column roles to check against SVMlight rows' column ``names``, on both engines:
-    ``columns``, without the group when the rows have no ``qid:`` tokens."""
+    ``columns``, without the group when the rows have no ``qid:`` tokens; a weight column other
+    than the cost tokens is one error."""
     _check_group(columns.group, where)
+    for col in columns.weights.columns:
+        if col != COST_COLUMN:
+            raise DataError(f"{where}svmlight input has no weight columns but its cost: tokens (--weight-col "
+                            f"{COST_COLUMN}, --group-weight-col {COST_COLUMN}), not {col!r}")
     return columns if "qid" in names else replace(columns, group=())
 
 
@@ -145,8 +162,9 @@ def _stack(parts):
     return X, labels, qid
 
 
-def _filter_arrays(X, labels, qid, text: str, where: str):
-    """Rows of SVMlight arrays kept by a local ``--where`` over ``label`` and ``qid``."""
+def _filter_arrays(X, labels, qid, text: str, where: str, cost=None):
+    """Rows of SVMlight arrays (and their costs) kept by a local ``--where`` over ``label``, ``qid``
+    (and ``cost`` when read)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -155,8 +173,10 @@ def _filter_arrays(X, labels, qid, text: str, where: str):
     columns = {"label": pa.array(labels)}
     if qid is not None:
         columns["qid"] = pa.array(qid)
+    if cost is not None:
+        columns[COST_COLUMN] = pa.array(cost)
     columns["__row"] = pa.array(np.arange(labels.shape[0]))
     table = pa.table(columns)
     flt = to_arrow_filter(text, pa.schema([f for f in table.schema if f.name != "__row"]), where)
     rows = ds.dataset(table).to_table(filter=flt, columns=["__row"]).column(0).to_numpy()
-    return X[rows], labels[rows], None if qid is None else qid[rows]
+    return X[rows], labels[rows], None if qid is None else qid[rows], None if cost is None else cost[rows]

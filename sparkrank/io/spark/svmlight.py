@@ -1,7 +1,9 @@
 """SVMlight/LETOR text as a Spark DataFrame, parsed on the executors, with exact file lines.
 
-The rows become ``label double, [qid long|string,] indices array<int>, values array<double>``
-(sparkrank's Parquet layout).  Every line is parsed by the numba scanner of the local reader
+The rows become ``label double, [qid long|string,] cost double, indices array<int>, values
+array<double>`` (sparkrank's Parquet layout, with the lines' ``cost:`` tokens, 1 where a line has
+none: :mod:`sparkrank.data.svmlight.costs`; ``SvmlightFormat.prepare_spark`` drops the column
+unless a weight column names it).  Every line is parsed by the numba scanner of the local reader
 (:mod:`sparkrank.data.svmlight`), so both engines accept the same files and reject the same
 lines with the same message, naming the file and the line *in the file*:
 
@@ -37,6 +39,7 @@ import numpy as np
 from ...data.block import max_features_limit
 from ...data.compression import UTF8_BOM, hadoop_reads_whole, is_bzip2, is_bzip2_name, is_gzip
 from ...data.svmlight import QidLayout, SVMLightFile, SVMLightFormatError, gunzip, parse_svmlight_bytes
+from ...data.svmlight.costs import COST_COLUMN
 from .. import uri as U
 from .worker import worker_task
 
@@ -72,6 +75,7 @@ def read_svmlight_dataframe(spark, path: str | Sequence[str], *, max_features: i
     DataFrame
         ``indices`` (0-based) and ``values`` are list columns.  ``qid`` is ``long`` when the
         first qid is an integer, else ``string``; files without qids get no qid column.
+        ``cost``: each line's ``cost:`` token, 1 when it has none.
 
     Raises
     ------
@@ -91,9 +95,10 @@ def read_svmlight_dataframe(spark, path: str | Sequence[str], *, max_features: i
     if layout is not None and layout.present:
         fields.append(pa.field("qid", pa.int64() if layout.integer else pa.string()))
         qid_ddl = f", qid {'long' if layout.integer else 'string'}"
-    fields += [pa.field("indices", pa.list_(pa.int32())), pa.field("values", pa.list_(pa.float64()))]
+    fields += [pa.field(COST_COLUMN, pa.float64()), pa.field("indices", pa.list_(pa.int32())),
+               pa.field("values", pa.list_(pa.float64()))]
     schema = pa.schema(fields)
-    ddl = "label double" + qid_ddl + ", indices array<int>, values array<double>"
+    ddl = "label double" + qid_ddl + f", {COST_COLUMN} double, indices array<int>, values array<double>"
     parts = []
     split_files = [f.uri for f in files if not f.whole]
     if split_files:
@@ -213,6 +218,7 @@ def _to_batch(parsed: SVMLightFile, schema):
     cols = [pa.array(parsed.labels)]
     if "qid" in schema.names:
         cols.append(pa.array(parsed.qid, type=schema.field("qid").type))
+    cols.append(pa.array(np.ones(parsed.labels.shape[0]) if parsed.cost is None else parsed.cost))
     cols += [pa.ListArray.from_arrays(offsets, pa.array(X.indices.astype(np.int32))),
              pa.ListArray.from_arrays(offsets, pa.array(X.data.astype(np.float64)))]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
