@@ -50,7 +50,7 @@ BUILD_ROW_BYTES = 16 + 64
 PARTIAL_FEATURE_BYTES = 3 * 2 * 8
 #: A block's column sums over at least this many features travel as their non-zero columns
 #: (an int64 index and a double-double each) when those are at most a quarter of them
-#: (``spark.blocks.SparseSums``); the sum of two such is dense.
+#: (``numerics.sparse_sums.SparseSums``); the sum of two such is dense.
 SPARSE_SUMS_MIN_FEATURES = 1 << 16
 #: A Python worker before it holds any block: the interpreter, numpy, pyarrow, numba and the
 #: compiled kernels (measured: 0.12-0.20 GB resident on local[2]).
