@@ -151,3 +151,22 @@ def test_spark_gives_the_local_model_on_hashed_features(spark, tmp_path):
         with make_engine(open_source(str(path), spark=spark), "spark", spark=spark, num_partitions=3) as engine:
             distributed = train(engine, **kw)
         assert np.array_equal(_bits(distributed.weights), _bits(local.weights)), solver
+
+
+def test_the_memory_model_counts_sparse_passes_by_their_entries():
+    from sparkrank.data import memory
+    from sparkrank.data.memory import MiB, DataShape, WorkerBudget
+
+    hashed_rows = DataShape(200_000, 1 << 24, 8_000_000, 4000, 4)
+    assert hashed_rows.sparse_passes and not DataShape(200_000, 136).sparse_passes
+    # in process: the rows, what the sparse passes keep per entry and touched column, the solver's
+    # vectors; no partial sums of the full width per thread
+    per_thread = memory.PARTIAL_FEATURE_BYTES * hashed_rows.features
+    held = memory.local_bytes(hashed_rows, threads=8)
+    assert held == memory.local_bytes(hashed_rows, threads=1) < 8 * per_thread
+    assert held >= hashed_rows.block_bytes() + memory.SOLVER_VECTORS * 8 * hashed_rows.features
+    # on Spark: blocks sized by their entries, where dense partial sums of 2^24 columns could not fit
+    budget = WorkerBudget(512 * MiB, "spark.driver.memory=1g over 2 cores", "spark.driver.memory")
+    parts = memory.partition_count(hashed_rows, budget, 2, minimum=2, input_bytes=memory.build_input_bytes(40, 8))
+    assert 2 <= parts <= 64 and parts % 2 == 0
+    assert memory.worker_fixed_bytes(0) + memory.worker_block_bytes(hashed_rows.part(parts)) <= budget.bytes

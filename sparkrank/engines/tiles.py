@@ -109,6 +109,10 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
 
     Where :func:`~sparkrank.engines.group_passes.runs_group_form` allows it, each tile runs
     group by group (:func:`~sparkrank.engines.group_passes.group_pass`), with the same bits.
+    Tiles with :attr:`Tile.columns` (wide CSR rows) sum over their own columns into one
+    accumulator over the block's, in tile order; their sums are then
+    :class:`~sparkrank.numerics.sparse_sums.SparseSums` over the block's columns, with the bits
+    of the dense ones.
     """
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
