@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 import numpy as np
 
 from .. import defaults
-from ..data.block import DataError, RankingData, check_max_features
+from ..data.block import DataError, RankingData, check_max_features, max_features_limit
 from ..data.folds import local_split
 from ..io.fs import filesystem
 from ..io.outputs import check_output_dir, check_output_file, write_csv, write_parquet_file
@@ -240,7 +240,9 @@ def check_local_memory(source, n_features: int | None, dtype, threads: int) -> N
     from ..data import memory
 
     found = input_shape(source, np.dtype(dtype).itemsize)
-    if found is not None:
+    # an input wider than the feature limit is left to the read, whose refusal names the line
+    # or row and --max-features (the estimate counts the solver's vectors of the full width)
+    if found is not None and found.features <= max_features_limit():
         shape = found if n_features is None else dataclasses.replace(found, features=max(n_features, found.features))
         memory.check_local(shape, threads, source.name)
 
