@@ -20,6 +20,7 @@ from ..data.digest import DataDigest, digest_of
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
+from ..numerics.same_bits import is_frozen, same_bits
 from ..numerics.sparse_sums import ColumnSums, tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import InTurn, ThreadRunner, balanced_cuts, check_threads
@@ -35,11 +36,13 @@ class RememberedScores:
         self._scores: np.ndarray | None = None
 
     def get(self, v: np.ndarray) -> np.ndarray | None:
-        same = self._vector is not None and self._vector.shape == v.shape and np.array_equal(self._vector, v)
+        # bit for bit, without a temporary of the width (-0.0 and 0.0 differ here: a recount)
+        same = self._vector is not None and same_bits(self._vector, v)
         return self._scores if same else None
 
     def keep(self, v: np.ndarray, scores: np.ndarray) -> None:
-        self._vector, self._scores = v.copy(), scores
+        # an objective's point (a frozen copy) is kept as it is: no second vector of the width
+        self._vector, self._scores = (v if is_frozen(v) else v.copy()), scores
 
 
 def _round_sum(parts: list) -> np.ndarray:
