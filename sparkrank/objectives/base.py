@@ -147,8 +147,22 @@ class RegularizedRisk(Objective):
         same point needs, e.g. the preconditioner's diagonal)."""
         return self.kernel
 
-    def _scaled(self, loss):
-        return (loss * self._factor) / self._divisor
+    def _scaled(self, loss, fresh: bool = False):
+        """``(loss·f)/n``; ``fresh``: ``loss`` is an array no one else holds, scaled in place (the
+        same bits, one vector of the full width fewer a pass)."""
+        if not fresh or not isinstance(loss, np.ndarray):
+            return (loss * self._factor) / self._divisor
+        if self._factor != 1.0:  # x·1 and x/1 are x, bit for bit: no pass over the width for them
+            loss *= self._factor
+        if self._divisor != 1.0:
+            loss /= self._divisor
+        return loss
+
+    def _add_regularizer_gradient(self, out: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``out + 2q·v`` into ``out`` (``2q = 1``, LIBLINEAR's ½‖w‖²: ``out + v``, the same bits)."""
+        coef = 2.0 * self.quadratic
+        out += v if coef == 1.0 else coef * v
+        return out
 
     def loss_sum(self, w: np.ndarray) -> float:
         """``L(Xw)``, the unscaled loss sum (a loss whose value needs its own pass overrides it)."""
@@ -166,13 +180,15 @@ class RegularizedRisk(Objective):
         return self.quadratic * float(np.dot(w, w)) + self.risk(w)
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
-        return 2.0 * self.quadratic * w + self.risk_subgradient(w)
+        # 2q·w + ∇R, into ∇R's new array (a + b = b + a, bit for bit)
+        return self._add_regularizer_gradient(self.risk_subgradient(w), w)
 
     def hessian_vector(self, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         if self.hessian_kernel is None:
             return super().hessian_vector(w, v)
         r = self.engine.run(v, self.hessian_kernel, state=self._point(w).state)
-        return 2.0 * self.quadratic * v + self._scaled(r.gradient)
+        # 2q·v + (f·Xᵀc)/n, into the pass's own Xᵀc (a + b = b + a, bit for bit)
+        return self._add_regularizer_gradient(self._scaled(r.gradient, fresh=True), v)
 
     def progress(self, w: np.ndarray) -> dict[str, Any]:
         if self.progress_stat is None:
