@@ -15,7 +15,7 @@ import numpy as np
 
 from ...data import memory
 from ...io.spark.worker import worker_task
-from ...numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, split_steps, step_starts, step_terms
+from ...numerics.exact_sum import DoubleDouble, dd_add, dd_round, rmatvec_dd_products, split_steps, step_starts, step_terms
 from ...numerics.linalg import matvec
 from ...numerics.sparse_sums import SparseSums, add_into_dense, add_sparse
 from ..tiles import fused_pass, stats_sum
@@ -223,6 +223,11 @@ def _padded(dd: DoubleDouble | SparseSums, n_features: int):
             return SparseSums(columns, hi[columns], lo[columns], n_features)
     pad = n_features - hi.shape[0]
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
+
+
+def rounded_sums(dd) -> np.ndarray:
+    """``dd_round(dense_sums(dd))`` without the dense double-double of a :class:`SparseSums`."""
+    return dd.rounded() if isinstance(dd, SparseSums) else dd_round(dd)
 
 
 def dense_sums(dd):
