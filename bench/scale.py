@@ -2,6 +2,13 @@
 
     python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
                           [--dtype float32|float64] [--partitions P] [--compare-local]
+                          [--hashed] [--engine spark|local]
+
+``--hashed``: hashed sparse features instead, 2²⁴ feature ids, 40 non-zeros a row, query groups
+of ~50 rows (``--features``, ``--nnz-per-row``, ``--rows-per-group`` set them one by one);
+results go to bench/results/scale_hashed.json (``_local`` for ``--engine local``).  ``--engine
+local`` runs the same measurements on the in-process engine (build = reading the Parquet rows;
+no read-once bound).
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
 (executor placement, groups of ~120 rows; ``--build direct``, the default and what
@@ -160,30 +167,43 @@ def main(argv=None) -> int:
     ap.add_argument("--build", choices=("direct", "shuffle"), default="direct",
                     help="direct: blocks read straight from the Parquet row groups (what `sparkrank train` "
                          "does for a plain local Parquet input); shuffle: rows shuffled by qid in the JVM")
+    ap.add_argument("--hashed", action="store_true",
+                    help="hashed sparse rows: 2^24 feature ids, 40 non-zeros a row, groups of ~50 rows")
+    ap.add_argument("--nnz-per-row", type=int, default=None, help="sparse rows of this many non-zeros")
+    ap.add_argument("--rows-per-group", type=int, default=120)
+    ap.add_argument("--engine", choices=("spark", "local"), default="spark")
     ap.add_argument("--compare-local", action="store_true",
                     help="also measure sparkrank train --engine local on the same file (peak memory, time)")
     args = ap.parse_args(argv)
+    if args.hashed:
+        args.features, args.nnz_per_row, args.rows_per_group = 1 << 24, args.nnz_per_row or 40, 50
 
+    from sparkrank.engines.registry import make_engine
     from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.io.sources import open_source
     from sparkrank.io.spark.session import get_session
     from sparkrank.training import train
 
-    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)
-    spark.sparkContext.setLogLevel("ERROR")
-    local = spark.sparkContext.master.startswith("local")
-    cores = spark.sparkContext.defaultParallelism
+    spark = None
+    if args.engine == "spark":
+        spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)
+        spark.sparkContext.setLogLevel("ERROR")
+    local = spark is not None and spark.sparkContext.master.startswith("local")
+    cores = spark.sparkContext.defaultParallelism if spark is not None else None
     rows, processes = [], []
     for m in args.sizes:
-        path = synthetic_parquet(m, args.features)
+        path = synthetic_parquet(m, args.features, nnz_per_row=args.nnz_per_row, rows_per_group=args.rows_per_group)
         with TreeMemorySampler() as mem:  # the build and the fit, not the measurements after it
             t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
             source = open_source(str(path), spark=spark)
-            df, cols = source.dataframe(spark)
-            engine = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
-                                 placement="executor", num_partitions=args.partitions, dtype=np.dtype(args.dtype).type,
-                                 n_features=args.features,
-                                 parquet_files=source.local_parquet_files() if args.build == "direct" else None)
+            if spark is None:
+                engine = make_engine(source, "local", n_features=args.features, dtype=np.dtype(args.dtype).type)
+            else:
+                df, cols = source.dataframe(spark)
+                engine = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
+                                     placement="executor", num_partitions=args.partitions,
+                                     dtype=np.dtype(args.dtype).type, n_features=args.features,
+                                     parquet_files=source.local_parquet_files() if args.build == "direct" else None)
             build, build_cpu = time.perf_counter() - t0, tree_cpu_seconds() - cpu0
             counter = PassCounter(engine)
             try:
@@ -204,7 +224,8 @@ def main(argv=None) -> int:
         per_pass = float(np.median(counter.seconds))
         hessian = counter.median_of("SquaredHingeHessianKernel")
         value = counter.median_of("SquaredHingeDiagonalKernel") or counter.median_of("SquaredHingeKernel")
-        row = {"rows": m, "build": args.build, "dtype": args.dtype, "partitions": len(engine.refs),
+        row = {"rows": m, "engine": args.engine, "features": args.features, "nnz_per_row": args.nnz_per_row,
+               "build": args.build, "dtype": args.dtype, "partitions": len(getattr(engine, "refs", [None])),
                "build_s": build, "build_cpu_s": build_cpu,
                "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"],
                "s_per_iter": s["seconds"] / max(s["iterations"], 1), "s_per_pass": per_pass,
@@ -241,7 +262,8 @@ def main(argv=None) -> int:
             print(f"{r['rows']:,} rows: Spark's process tree peaked at {r['peak_rss_gb']:.2f} GB resident "
                   f"({r['peak_pss_gb']:.2f} GB proportional), {r['peak_rss_over_local']:.2f}x the in-process "
                   f"engine's {r['local_peak_rss_gb']:.2f} GB")
-    name = "scale" if args.build == "direct" else "scale_shuffle"
+    name = ("scale" if args.build == "direct" else "scale_shuffle") + ("_hashed" if args.nnz_per_row else "") \
+        + ("_local" if args.engine == "local" else "")
     print(f"wrote {write_result(name, {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 

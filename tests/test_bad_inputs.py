@@ -63,7 +63,7 @@ SVMLIGHT_CASES = [
     ("missing-qid", lambda d: _with_line(d / "mq.txt", 21000, "1 1:1"),
      "line 21000 has no qid but line 1 has one"),
     ("index-2e8", lambda d: _with_line(d / "big.txt", 24000, "1 qid:1200 200000000:1"),
-     "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=4194304"),
+     "feature index 200000000 on line 24000 needs 200000000 feature columns, more than --max-features=16777216"),
     ("truncated-gz", lambda d: _truncated_gz(d / "t.txt.gz"), "truncated or corrupt gzip data"),
     ("truncated-gzip-named-txt", lambda d: _truncated_gz(d / "t.txt"), "truncated or corrupt gzip data"),
 ]
@@ -182,7 +182,7 @@ PARQUET_CASES = [
     ("inf-label", _sparse_parquet("inflabel.parquet", labels=[1.0] * 6 + [float("inf")] + [0.0] * 5),
      "column 'label' is inf", 6, 2),
     ("index-2e8", _sparse_parquet("huge.parquet", row=7, indices=[0, 199999999]),
-     "feature index 199999999 needs 200000000 feature columns, more than --max-features=4194304", 7, 2),
+     "feature index 199999999 needs 200000000 feature columns, more than --max-features=16777216", 7, 2),
     ("dense-lengths", _parquet_dense_lengths, "feature arrays differ in length", None, None),
     ("string-label", _sparse_parquet("strlabel.parquet", labels=["1"] * 7 + ["x"] + ["0"] * 4),
      "column 'label' has type string: labels must be numbers", None, None),

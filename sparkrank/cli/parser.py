@@ -115,7 +115,7 @@ def _add_input(p: argparse.ArgumentParser, help_text: str) -> None:
                         "b_q, as if the group were repeated b_q times")
     g.add_argument("--max-features", type=POSITIVE_INT, metavar="N",
                    help="largest feature dimension accepted: a wider input is an error naming its line/row "
-                        "(default 2^22 = 4194304; solvers keep dense weight vectors of that length)")
+                        "(default 2^24 = 16777216, hashed feature ids; solvers keep dense weight vectors of that length)")
     g.add_argument("--drop-invalid-rows", action="store_true",
                    help="drop (and count in the log) rows with a null or non-finite label or a null "
                         "group id instead of stopping with an error")

@@ -29,13 +29,15 @@ INVALID_ROWS = "rows with a null or non-finite label or a null group id"
 DROP_HINT = "; pass --drop-invalid-rows (drop_invalid_rows=True) to drop " + INVALID_ROWS
 
 
-#: Largest feature dimension accepted unless raised (``--max-features`` / ``max_features``).
-#: Data memory is proportional to the non-zeros, but every solver keeps about ten dense
-#: float64 vectors of the full dimension (weights, gradient, directions, per-task
-#: gradients on Spark): 34 MB each at 2**22 features, where a 2,000-row file peaked at
-#: 0.72 GB RSS with TRON and 1.3 GB with BMRM (local engine).  A single stray index such as
-#: 200,000,000 would otherwise need tens of GB and be OOM-killed.
-DEFAULT_MAX_FEATURES = 2**22
+#: Largest feature dimension accepted unless raised (``--max-features`` / ``max_features``):
+#: 2²⁴, enough for hashed feature ids (ads and recommendation data hash into 2²⁰–2²⁴).
+#: Data memory is proportional to the non-zeros (a pass over CSR rows this wide sums only the
+#: columns each tile touches: ``numerics/sparse_sums.py``), but every solver keeps about ten
+#: dense float64 vectors of the full dimension: 134 MB each at 2²⁴ features.  The memory model
+#: counts them before the rows are read (``data/memory.py``: ``check_local``; on Spark
+#: ``check_worker`` and ``check_driver_results``), and a single stray index such as 200,000,000,
+#: which would need tens of GB, is refused here.
+DEFAULT_MAX_FEATURES = 2**24
 _max_features = [DEFAULT_MAX_FEATURES]
 
 

@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from ..numerics.sparse_sums import SPARSE_PASS_MIN_FEATURES as _SPARSE_PASS_MIN_FEATURES
+
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -50,8 +52,24 @@ BUILD_ROW_BYTES = 16 + 64
 PARTIAL_FEATURE_BYTES = 3 * 2 * 8
 #: A block's column sums over at least this many features travel as their non-zero columns
 #: (an int64 index and a double-double each) when those are at most a quarter of them
-#: (``spark.blocks.SparseSums``); the sum of two such is dense.
+#: (``numerics.sparse_sums.SparseSums``); the sum of two such stays so while it is that sparse.
 SPARSE_SUMS_MIN_FEATURES = 1 << 16
+#: CSR rows over at least this many features take the sparse passes
+#: (:mod:`sparkrank.numerics.sparse_sums`): their cost follows the stored entries, not the width.
+SPARSE_PASS_MIN_FEATURES = _SPARSE_PASS_MIN_FEATURES
+#: Bytes per stored entry the sparse passes keep beside the rows: its column renamed within its
+#: tile (int32) and at most one tile column's place among the block's (int32).
+SPARSE_ENTRY_BYTES = 4 + 4
+#: Bytes per column a block touches (at most one per stored entry) of a sparse pass in process:
+#: the block's column (int64) and the accumulator of three products' double-doubles (48).
+SPARSE_COLUMN_BYTES = 8 + 48
+#: ... and in a Spark Python worker, besides: the block's sums as they travel (three products,
+#: an index and a double-double each) and a merge of two such.
+SPARSE_SHIPPED_COLUMN_BYTES = 2 * 72
+#: Dense float64 vectors of the full width the in-process engine and a solver hold at once
+#: (TRON: weights, gradient, step, residual, direction, Hessian product, preconditioner, a
+#: pass's three rounded column sums, and spares).
+SOLVER_VECTORS = 12
 #: A Python worker before it holds any block: the interpreter, numpy, pyarrow, numba and the
 #: compiled kernels (measured: 0.12-0.20 GB resident on local[2]).
 WORKER_BASE_BYTES = 256 * MiB
@@ -116,6 +134,19 @@ class DataShape:
         parts = max(int(parts), 1)
         return replace(self, rows=-(-self.rows // parts), nnz=None if self.dense else -(-self.nnz // parts),
                        groups=-(-self.n_groups // parts))
+
+    @property
+    def sparse_passes(self) -> bool:
+        """Whether passes over these rows sum their columns sparsely (:data:`SPARSE_PASS_MIN_FEATURES`)."""
+        return not self.dense and self.features >= SPARSE_PASS_MIN_FEATURES
+
+    def sparse_pass_bytes(self, shipped: bool = False) -> int:
+        """What a sparse pass keeps beside the rows (``shipped``: and sends, from a Spark worker):
+        O(stored entries), a block touching at most one column per entry."""
+        if not self.sparse_passes:
+            return 0
+        per_column = SPARSE_COLUMN_BYTES + (SPARSE_SHIPPED_COLUMN_BYTES if shipped else 0)
+        return SPARSE_ENTRY_BYTES * self.nnz + per_column * min(self.nnz, self.features)
 
     def describe(self) -> str:
         layout = "dense rows" if self.dense else f"CSR, {self.nnz:,} stored entries"
@@ -197,9 +228,9 @@ def worker_fixed_bytes(partial: int) -> int:
 
 
 def worker_block_bytes(block: DataShape) -> int:
-    """What a Python worker holds of the block it runs a pass over: the block (memory-mapped)
-    and what the pass adds per row."""
-    return block.block_bytes() + PASS_ROW_BYTES * block.rows
+    """What a Python worker holds of the block it runs a pass over: the block (memory-mapped),
+    what the pass adds per row and, for sparse passes, per stored entry."""
+    return block.block_bytes() + PASS_ROW_BYTES * block.rows + block.sparse_pass_bytes(shipped=True)
 
 
 def build_input_bytes(values_per_row: int, arrow_value_bytes: int = 4) -> int:
@@ -233,7 +264,9 @@ def partition_count(shape: DataShape, budget: WorkerBudget, workers: int, *, min
     if shape.rows == 0:
         return max(minimum, 1)
     base = WORKER_BASE_BYTES
-    pass_room = budget.bytes - base - 2 * PARTIAL_FEATURE_BYTES * shape.features
+    # dense partial sums cost the width whatever the block; sparse ones are in worker_block_bytes
+    partials = 0 if shape.sparse_passes else 2 * PARTIAL_FEATURE_BYTES * shape.features
+    pass_room = budget.bytes - base - partials
     per_row = worker_block_bytes(shape) / shape.rows
     rows = pass_room / per_row if pass_room > 0 else 1.0  # check_worker refuses a pass that cannot fit
     build_room = budget.bytes - base - input_bytes
@@ -304,9 +337,13 @@ def driver_placement_bytes(rows: int) -> int:
 # -- the local engine ---------------------------------------------------------------------------
 def local_bytes(shape: DataShape, threads: int) -> int:
     """What the in-process engine holds once the rows are read: the block, the passes' rows and
-    every thread's partial sums.  A lower bound: reading the rows needs more for a while."""
-    return shape.block_bytes() + LOCAL_PASS_ROW_BYTES * shape.rows \
-        + max(threads, 1) * PARTIAL_FEATURE_BYTES * shape.features
+    every thread's partial sums (sparse passes: one accumulator over the touched columns and
+    what they keep per stored entry, and the solver's dense vectors of the full width).  A lower
+    bound: reading the rows needs more for a while."""
+    held = shape.block_bytes() + LOCAL_PASS_ROW_BYTES * shape.rows
+    if shape.sparse_passes:
+        return held + shape.sparse_pass_bytes() + SOLVER_VECTORS * 8 * shape.features
+    return held + max(threads, 1) * PARTIAL_FEATURE_BYTES * shape.features
 
 
 def available_memory() -> tuple[int, str]:

@@ -10,6 +10,7 @@ row chunks of about equal non-zeros.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import reduce
 
 import numpy as np
@@ -19,9 +20,11 @@ from ..data.digest import DataDigest, digest_of
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
+from ..numerics.same_bits import is_frozen, same_bits
+from ..numerics.sparse_sums import ColumnSums, tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
-from .threads import ThreadRunner, balanced_cuts, check_threads
-from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum
+from .threads import InTurn, ThreadRunner, balanced_cuts, check_threads
+from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, tile_pass
 
 
 class RememberedScores:
@@ -33,11 +36,13 @@ class RememberedScores:
         self._scores: np.ndarray | None = None
 
     def get(self, v: np.ndarray) -> np.ndarray | None:
-        same = self._vector is not None and self._vector.shape == v.shape and np.array_equal(self._vector, v)
+        # bit for bit, without a temporary of the width (-0.0 and 0.0 differ here: a recount)
+        same = self._vector is not None and same_bits(self._vector, v)
         return self._scores if same else None
 
     def keep(self, v: np.ndarray, scores: np.ndarray) -> None:
-        self._vector, self._scores = v.copy(), scores
+        # an objective's point (a frozen copy) is kept as it is: no second vector of the width
+        self._vector, self._scores = (v if is_frozen(v) else v.copy()), scores
 
 
 def _round_sum(parts: list) -> np.ndarray:
@@ -54,6 +59,9 @@ class LocalEngine(Engine):
     threads : int, optional
         Threads for the products and the kernel (default: every core this process may use).
         The model is the same bit for bit for any value.
+    sparse : bool, optional
+        Sum ``Xᵀc`` over the columns each tile touches (:mod:`sparkrank.numerics.sparse_sums`):
+        by default for CSR rows of many columns (hashed features).  The same bits either way.
 
     Attributes
     ----------
@@ -62,7 +70,7 @@ class LocalEngine(Engine):
         measure work in passes rather than seconds.
     """
 
-    def __init__(self, data: RankingData, threads: int | None = None):
+    def __init__(self, data: RankingData, threads: int | None = None, sparse: bool | None = None):
         self.data = data
         self.passes = 0
         g = data.groups
@@ -84,7 +92,8 @@ class LocalEngine(Engine):
         self._row_chunks = [(a, b) for a, b in zip(row_cuts[:-1], row_cuts[1:]) if b > a] or [(0, 0)]
         # groups cut into tiles (engines/tiles.py), the tiles into one run per thread of about
         # equal bytes
-        self._tiles, bytes_at_tiles = make_tiles(X, g)
+        self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse)
+        self.sparse = self._tiles[0].columns is not None
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
@@ -136,8 +145,55 @@ class LocalEngine(Engine):
         self.passes += 1
         v = np.ascontiguousarray(vector, dtype=np.float64)
         scores = self._scores.get(v)
+        if self.sparse:
+            return self._sparse_pass(v, scores, kernel, states, powers)
         whole_or_tiled = self._whole_pass if kernel.spans_groups else self._tiled_pass
         return whole_or_tiled(v, scores, kernel, states, powers)
+
+    def _sparse_pass(self, v, scores, kernel, states, powers):
+        # tile by tile on the threads, each tile's sums over its own columns added into one
+        # accumulator over the data's columns in tile order (numerics/sparse_sums.py): O(nnz) a
+        # tile and O(n) once, and the same bits for any number of threads.  A kernel that sees
+        # every group at once runs once over all scores, then its products go tile by tile.
+        X = self.data.X
+        fresh = scores is None
+        if fresh:
+            scores = np.empty(self.data.n_rows, dtype=np.float64)
+        whole = None
+        if kernel.spans_groups:
+            if fresh:
+                scores[:] = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
+            whole = kernel(self.data.groups, scores, None if states is None else states[0])
+        accumulator, turns = ColumnSums(self._tiles[0].columns.block), InTurn()
+
+        def one_tile(k: int):
+            tile, sums = self._tiles[k], None
+            try:
+                if whole is None:
+                    result, r, sums = tile_pass(X, tile, v, kernel, None if states is None else states[k], powers,
+                                                scores, fresh)
+                else:
+                    result = r = whole
+                    products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
+                    sums = tile_products(X, (tile.start, tile.stop), tile.columns, products,
+                                         tile.groups.offsets) if products else None
+            finally:
+                with turns.turn(k):
+                    if sums is not None:
+                        accumulator.add(tile.columns, sums)
+            return result, r
+
+        done = self._runner.map(one_tile, range(len(self._tiles)))
+        if fresh and states is None and whole is None:
+            self._scores.keep(v, scores)
+        elif fresh and whole is not None:
+            self._scores.keep(v, scores)
+        results = [replace(whole, coef=None, moment_coef=None)] if whole is not None else [r for r, _ in done]
+        sums = accumulator.sums()
+        if sums is None:
+            return results, None, None
+        coef_parts, moment_parts = split_products(done[-1][1], powers, [s.rounded() for s in sums])
+        return results, coef_parts, moment_parts
 
     def _tiled_pass(self, v, scores, kernel, states, powers):
         # each thread runs the fused pass (engines/tiles.py) over its run of tiles

@@ -48,7 +48,7 @@ class ScaledEngine(Engine):
         r = self.inner.run(self.scale * np.asarray(vector, dtype=np.float64), kernel, state=state,
                            keep_state=keep_state)
         # (X D)ᵀ c = D (Xᵀ c)
-        gradient = None if r.gradient is None else self.scale * r.gradient
+        gradient = None if r.gradient is None else np.multiply(r.gradient, self.scale, out=r.gradient)  # a pass's own
         moments = None if r.moments is None else list(self._scaled_moments(*r.moments))
         return PassResult(r.stats, gradient, r.state, moments)
 

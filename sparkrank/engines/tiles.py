@@ -29,6 +29,7 @@ from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
+from ..numerics.sparse_sums import ColumnSums, TileColumns, tile_columns, tile_products, wants_sparse_passes
 from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
 
@@ -41,11 +42,13 @@ TILE_BYTES = 8 << 20
 
 @dataclass(frozen=True)
 class Tile:
-    """Groups ``groups`` (self-contained, offsets from 0) = rows ``start:stop`` of ``X``."""
+    """Groups ``groups`` (self-contained, offsets from 0) = rows ``start:stop`` of ``X``; for the
+    sparse passes (:mod:`sparkrank.numerics.sparse_sums`) its rows' columns renamed."""
 
     groups: QueryGroups
     start: int
     stop: int
+    columns: TileColumns | None = None
 
 
 def bytes_at_groups(X, offsets: np.ndarray) -> np.ndarray:
@@ -55,16 +58,22 @@ def bytes_at_groups(X, offsets: np.ndarray) -> np.ndarray:
     return X.indptr[offsets].astype(np.int64) * (X.data.itemsize + X.indices.itemsize)
 
 
-def make_tiles(X, groups: QueryGroups, tile_bytes: int | None = None) -> tuple[list[Tile], np.ndarray]:
+def make_tiles(X, groups: QueryGroups, tile_bytes: int | None = None,
+               sparse: bool | None = None) -> tuple[list[Tile], np.ndarray]:
     """``X``'s groups cut into tiles of about ``tile_bytes`` (default :data:`TILE_BYTES`; a
     group never splits), and the bytes of ``X`` before each tile boundary (for balancing runs
-    of tiles over threads).  No rows give one empty tile."""
+    of tiles over threads).  No rows give one empty tile.  ``sparse``: whether the tiles' passes
+    sum their columns sparsely (CSR rows only; default
+    :func:`~sparkrank.numerics.sparse_sums.wants_sparse_passes`)."""
     tile_bytes = TILE_BYTES if tile_bytes is None else int(tile_bytes)
     bytes_at = bytes_at_groups(X, groups.offsets)
     cuts = balanced_cuts(bytes_at, max(1, -(-int(bytes_at[-1]) // tile_bytes)))
     offsets = groups.offsets
-    tiles = [Tile(groups.slice(a, b), int(offsets[a]), int(offsets[b]))
-             for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
+    bounds = [(int(offsets[a]), int(offsets[b])) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
+    sparse = wants_sparse_passes(X) if sparse is None else sparse and not isinstance(X, np.ndarray)
+    columns = tile_columns(X, bounds) if sparse else [None] * len(bounds)
+    tiles = [Tile(groups.slice(a, b), start, stop, cols)
+             for (a, b), (start, stop), cols in zip(zip(cuts[:-1].tolist(), cuts[1:].tolist()), bounds, columns)]
     return tiles, bytes_at[cuts]
 
 
@@ -100,6 +109,10 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
 
     Where :func:`~sparkrank.engines.group_passes.runs_group_form` allows it, each tile runs
     group by group (:func:`~sparkrank.engines.group_passes.group_pass`), with the same bits.
+    Tiles with :attr:`Tile.columns` (wide CSR rows) sum over their own columns into one
+    accumulator over the block's, in tile order; their sums are then
+    :class:`~sparkrank.numerics.sparse_sums.SparseSums` over the block's columns, with the bits
+    of the dense ones.
     """
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
@@ -108,22 +121,46 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
         # (the group forms are unweighted: weighted rows take the tile path)
         # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
         return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
+    sparse = ColumnSums(tiles[0].columns.block) if tiles and tiles[0].columns is not None else None
     for k, tile in enumerate(tiles):
-        a, b = tile.start, tile.stop
-        if fresh:
-            scores[a:b] = matvec(X, v, (a, b))
-        r = kernel(tile.groups, scores[a:b], None if states is None else states[k])
-        results.append(replace(r, coef=None, moment_coef=None))
-        products = pass_products(r, powers) if powers else []
-        if products:  # one sweep over the tile's rows, still in cache, for every product
-            # in steps from each of the tile's query starts (exact_sum's convention)
-            sums = rmatvec_dd_products(X, products, (a, b), tile.groups.offsets)
-            coef_parts, moment_parts = split_products(r, powers, sums)
-            for j, part in enumerate(coef_parts or ()):
-                partials[j] = part if partials[j] is None else dd_add(partials[j], part)
-            if moment_parts is not None:
-                moments = moment_parts if moments is None else [dd_add(m, p) for m, p in zip(moments, moment_parts)]
+        result, r, sums = tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh)
+        results.append(result)
+        if sums is None:
+            continue
+        if sparse is not None:  # the tiles' sums over the block's columns, in tile order
+            sparse.add(tile.columns, sums)
+            last = r
+            continue
+        coef_parts, moment_parts = split_products(r, powers, sums)
+        for j, part in enumerate(coef_parts or ()):
+            partials[j] = part if partials[j] is None else dd_add(partials[j], part)
+        if moment_parts is not None:
+            moments = moment_parts if moments is None else [dd_add(m, p) for m, p in zip(moments, moment_parts)]
+    if sparse is not None and sparse.sums() is not None:  # SparseSums over the block's columns
+        coef_parts, moments = split_products(last, powers, sparse.sums())
+        partials = list(coef_parts) if coef_parts is not None else partials
     return results, partials, moments
+
+
+def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: tuple[int, ...],
+              scores: np.ndarray, fresh: bool) -> tuple[KernelResult, KernelResult, list[DoubleDouble] | None]:
+    """One tile of :func:`fused_pass`: its ``X·v`` (when ``fresh``), the kernel on its groups, and
+    the double-double sums of :func:`pass_products` over the tile's rows (``None`` when there are
+    none): over every column, or over the tile's own (:attr:`Tile.columns`) for sparse passes.
+    Returns the kernel's result without and with its coefficients, and the sums."""
+    a, b = tile.start, tile.stop
+    if fresh:
+        scores[a:b] = matvec(X, v, (a, b))
+    r = kernel(tile.groups, scores[a:b], state)
+    products = pass_products(r, powers) if powers else []
+    sums = None
+    if products:  # one sweep over the tile's rows, still in cache, for every product
+        # in steps from each of the tile's query starts (exact_sum's convention)
+        if tile.columns is None:
+            sums = rmatvec_dd_products(X, products, (a, b), tile.groups.offsets)
+        else:
+            sums = tile_products(X, (a, b), tile.columns, products, tile.groups.offsets)
+    return replace(r, coef=None, moment_coef=None), r, sums
 
 
 def stats_sum(results: Sequence[KernelResult]) -> DoubleDouble:

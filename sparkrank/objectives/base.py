@@ -10,7 +10,6 @@ the state of the current iterate.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +19,7 @@ from ..conventions import LambdaForm
 from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
 from ..kernels.pair_weights import PairWeightKernel
+from ..numerics.same_bits import frozen_copy, same_bits
 
 
 class NonFiniteError(ValueError):
@@ -147,8 +147,22 @@ class RegularizedRisk(Objective):
         same point needs, e.g. the preconditioner's diagonal)."""
         return self.kernel
 
-    def _scaled(self, loss):
-        return (loss * self._factor) / self._divisor
+    def _scaled(self, loss, fresh: bool = False):
+        """``(loss·f)/n``; ``fresh``: ``loss`` is an array no one else holds, scaled in place (the
+        same bits, one vector of the full width fewer a pass)."""
+        if not fresh or not isinstance(loss, np.ndarray):
+            return (loss * self._factor) / self._divisor
+        if self._factor != 1.0:  # x·1 and x/1 are x, bit for bit: no pass over the width for them
+            loss *= self._factor
+        if self._divisor != 1.0:
+            loss /= self._divisor
+        return loss
+
+    def _add_regularizer_gradient(self, out: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``out + 2q·v`` into ``out`` (``2q = 1``, LIBLINEAR's ½‖w‖²: ``out + v``, the same bits)."""
+        coef = 2.0 * self.quadratic
+        out += v if coef == 1.0 else coef * v
+        return out
 
     def loss_sum(self, w: np.ndarray) -> float:
         """``L(Xw)``, the unscaled loss sum (a loss whose value needs its own pass overrides it)."""
@@ -166,13 +180,15 @@ class RegularizedRisk(Objective):
         return self.quadratic * float(np.dot(w, w)) + self.risk(w)
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
-        return 2.0 * self.quadratic * w + self.risk_subgradient(w)
+        # 2q·w + ∇R, into ∇R's new array (a + b = b + a, bit for bit)
+        return self._add_regularizer_gradient(self.risk_subgradient(w), w)
 
     def hessian_vector(self, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         if self.hessian_kernel is None:
             return super().hessian_vector(w, v)
         r = self.engine.run(v, self.hessian_kernel, state=self._point(w).state)
-        return 2.0 * self.quadratic * v + self._scaled(r.gradient)
+        # 2q·v + (f·Xᵀc)/n, into the pass's own Xᵀc (a + b = b + a, bit for bit)
+        return self._add_regularizer_gradient(self._scaled(r.gradient, fresh=True), v)
 
     def progress(self, w: np.ndarray) -> dict[str, Any]:
         if self.progress_stat is None:
@@ -266,33 +282,45 @@ class EvaluatedPoint:
 
 
 class PointCache:
-    """The last few evaluated points of an objective (2: the iterate and a trial point)."""
+    """The last few evaluated points of an objective (2: the iterate and a trial point).
+
+    A point is found by its ``w``'s bits (:func:`~sparkrank.numerics.same_bits.same_bits`), the
+    key being the frozen copy of ``w`` the point was computed at: no bytes of the full width
+    per lookup or per point (128 MB each at 2²⁴ hashed feature ids)."""
 
     def __init__(self, engine: Engine, size: int = 2):
         self.engine = engine
         self.size = size
-        self._points: OrderedDict[bytes, EvaluatedPoint] = OrderedDict()
+        self._points: list[tuple[np.ndarray, EvaluatedPoint]] = []  # oldest first
+
+    def _find(self, w: np.ndarray) -> int | None:
+        for k in range(len(self._points) - 1, -1, -1):  # the newest first: most lookups are for it
+            if same_bits(self._points[k][0], w):
+                return k
+        return None
 
     def peek(self, w: np.ndarray) -> EvaluatedPoint | None:
         """The evaluated point at ``w`` if it is cached (nothing is computed)."""
-        return self._points.get(np.ascontiguousarray(w, dtype=np.float64).tobytes())
+        k = self._find(w)
+        return None if k is None else self._points[k][1]
 
     def get(self, w: np.ndarray, compute) -> EvaluatedPoint:
-        key = np.ascontiguousarray(w, dtype=np.float64).tobytes()
-        point = self._points.get(key)
-        if point is None:
-            point = compute(np.array(w, dtype=np.float64))
-            self._points[key] = point
+        k = self._find(w)
+        if k is None:
+            key = frozen_copy(w)
+            point = compute(key)
+            self._points.append((key, point))
             while len(self._points) > self.size:
-                _, old = self._points.popitem(last=False)
+                _, old = self._points.pop(0)
                 if old.state is not None:
                     self.engine.release(old.state)
         else:
-            self._points.move_to_end(key)
+            self._points.append(self._points.pop(k))
+            point = self._points[-1][1]
         return point
 
     def clear(self) -> None:
-        for point in self._points.values():
+        for _, point in self._points:
             if point.state is not None:
                 self.engine.release(point.state)
         self._points.clear()

@@ -110,12 +110,14 @@ class SquaredHingeObjective(RegularizedRisk):
         ``precondition`` the value passes use :class:`SquaredHingeDiagonalKernel`, which brings
         the diagonal's column moments along from the same counts, so a call at an evaluated point
         costs no pass (the same numbers as a pass of its own, bit for bit); elsewhere (``w = 0``
-        after a warm start, say) it takes one pass.
+        after a warm start, say, or a second call at one point: the moments, two vectors of the
+        full width, are let go once used) it takes one pass.
         """
         point = self._cache.peek(w)
         if point is not None and point.moments is not None:
             total = point.named(self.kernel)["weight"]
-            return diagonal_from_moments(point.moments[0], point.moments[1], total, self.C)
+            (first, second), point.moments = point.moments, None  # asked once a point: let them go
+            return diagonal_from_moments(first, second, total, self.C)
         return hessian_diagonal_estimate(self.engine, w, self.diagonal_kernel, self.C)
 
     def _value_kernel(self):

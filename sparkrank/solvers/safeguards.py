@@ -29,13 +29,17 @@ def stable_norm(v: np.ndarray, metric: np.ndarray | None = None) -> float:
     """
     v = np.asarray(v, dtype=np.float64)
     if metric is not None:
-        v = v / np.sqrt(metric)
+        root = np.sqrt(metric)
+        v = np.divide(v, root, out=root)
     if v.size == 0:
         return 0.0
-    top = float(np.max(np.abs(v)))
+    # max |v| from the extremes, and v / top once: the same bits with one vector of the full
+    # width, not five (2²⁴ hashed feature ids: 128 MB each)
+    top = max(abs(float(np.max(v))), abs(float(np.min(v))))
     if top == 0.0 or not math.isfinite(top):
         return top
-    return top * float(np.sqrt(np.dot(v / top, v / top)))
+    unit = v / top
+    return top * float(np.sqrt(np.dot(unit, unit)))
 
 
 def start_point(w0: np.ndarray | None, n_features: int) -> np.ndarray:

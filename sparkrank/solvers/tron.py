@@ -46,8 +46,9 @@ SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 ALPHA_PCG = 0.01
 
 
-def _mnorm(v: np.ndarray, M: np.ndarray) -> float:
-    return math.sqrt(float(v @ (M * v)))
+def _mnorm(v: np.ndarray, M: np.ndarray, scratch: np.ndarray | None = None) -> float:
+    """``‖v‖_M = √(vᵀ(M∘v))`` (``scratch``: a vector of v's length to hold ``M∘v``)."""
+    return math.sqrt(float(v @ np.multiply(M, v, out=scratch)))
 
 
 def _steihaug_pcg(objective: Objective, w: np.ndarray, g: np.ndarray, delta: float, max_cg: int,
@@ -56,11 +57,17 @@ def _steihaug_pcg(objective: Objective, w: np.ndarray, g: np.ndarray, delta: flo
 
     With ``M = 1`` this is ``tron.cpp``'s plain ``trcg``.  Returns the step ``s``, the
     residual ``r = -g - Hs`` and the CG iteration count.
+
+    The vectors are updated in place in six buffers, each operation the one LIBLINEAR's
+    expressions name (``s + α·d``, ``r − α·Hd``, ``r / M``, ``z + β·d``; ``a + b`` and ``b + a``
+    are the same bits): a CG step allocates no vector of the full width but the Hessian
+    product's, which at 2²⁴ hashed feature ids was a dozen arrays of 128 MB a step.
     """
     s = np.zeros_like(g)
     r = -g
     z = r / M
     d = z.copy()
+    trial, scratch = np.empty_like(g), np.empty_like(g)  # s + α·d; α·d, α·Hd, M∘v, β·d
     ztr = float(z @ r)
     cg_tol = 0.1 * math.sqrt(ztr)
     it = 0
@@ -71,20 +78,23 @@ def _steihaug_pcg(objective: Objective, w: np.ndarray, g: np.ndarray, delta: flo
         if not math.isfinite(dhd):
             raise NonFiniteError(f"a Hessian-vector product is not finite (dᵀHd = {dhd!r})")
         alpha = ztr / dhd if dhd > 0 else math.inf
-        s_next = s + alpha * d
-        if not math.isfinite(alpha) or _mnorm(s_next, M) > delta:
+        np.add(s, np.multiply(d, alpha, out=scratch), out=trial)
+        if not math.isfinite(alpha) or _mnorm(trial, M, scratch) > delta:
             # step to the trust-region boundary along d, in the M-norm
-            std, sts, dtd = float(s @ (M * d)), float(s @ (M * s)), float(d @ (M * d))
+            std = float(s @ np.multiply(M, d, out=scratch))
+            sts = float(s @ np.multiply(M, s, out=scratch))
+            dtd = float(d @ np.multiply(M, d, out=scratch))
             rad = math.sqrt(max(std * std + dtd * (delta * delta - sts), 0.0))
             alpha = (delta * delta - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
-            s = s + alpha * d
-            r = r - alpha * hd
+            s += np.multiply(d, alpha, out=scratch)
+            r -= np.multiply(hd, alpha, out=scratch)
             break
-        s = s_next
-        r = r - alpha * hd
-        z = r / M
+        s, trial = trial, s
+        r -= np.multiply(hd, alpha, out=scratch)
+        np.divide(r, M, out=z)
         znew = float(z @ r)
-        d = z + (znew / ztr) * d
+        d *= znew / ztr
+        d += z
         ztr = znew
     return s, r, it
 

@@ -352,8 +352,8 @@ class SparkEngine(StoreBuilding, Engine):
         stats, grad, counts, moments = total if total is not None else \
             ((np.zeros(0), np.zeros(0)), None, np.zeros(2), None)
         self._processed += (1, int(counts[0]), int(counts[1]))
-        grad = None if grad is None else dd_round(tasks.dense_sums(grad))
-        moments = None if moments is None else [dd_round(tasks.dense_sums(m)) for m in moments]
+        grad = None if grad is None else tasks.rounded_sums(grad)
+        moments = None if moments is None else [tasks.rounded_sums(m) for m in moments]
         return PassResult(dd_round(stats), grad, StateHandle(out_id) if keep_state else None, moments)
 
     def _run_driver(self, vector, kernel, state, keep_state) -> PassResult:
@@ -420,8 +420,7 @@ class SparkEngine(StoreBuilding, Engine):
             zero = np.zeros(self.n_features)
             total = ((np.zeros(0), np.zeros(0)), (zero, zero), (zero, zero), np.zeros(2))
         self._processed += (1, self._summary.n_rows, self._summary.n_groups)
-        return ColumnMoments(dd_round(total[0]), dd_round(tasks.dense_sums(total[1])),
-                             dd_round(tasks.dense_sums(total[2])))
+        return ColumnMoments(dd_round(total[0]), tasks.rounded_sums(total[1]), tasks.rounded_sums(total[2]))
 
     def progress(self) -> dict[str, int]:
         passes, rows, groups = (int(v) for v in self._processed)

@@ -95,7 +95,8 @@ def default_partitions(session: SessionMemory, shape: DataShape | None, minimum:
 
     if shape is None or shape.features > max_features_limit():
         return minimum
-    memory.check_worker(shape.features, memory.PARTIAL_FEATURE_BYTES * shape.features, session.budget)
+    if not shape.sparse_passes:  # a sparse pass's sums follow a block's entries (partition_count)
+        memory.check_worker(shape.features, memory.PARTIAL_FEATURE_BYTES * shape.features, session.budget)
     values = shape.features if shape.dense else -(-shape.nnz // max(shape.rows, 1))
     input_bytes = memory.build_input_bytes(values, 8)
     parts = memory.partition_count(shape, session.budget, session.workers, minimum=minimum, input_bytes=input_bytes)

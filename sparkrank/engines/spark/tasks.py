@@ -15,8 +15,9 @@ import numpy as np
 
 from ...data import memory
 from ...io.spark.worker import worker_task
-from ...numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products, split_steps, step_starts, step_terms
+from ...numerics.exact_sum import DoubleDouble, dd_add, dd_round, rmatvec_dd_products, split_steps, step_starts, step_terms
 from ...numerics.linalg import matvec
+from ...numerics.sparse_sums import SparseSums, add_into_dense, add_sparse
 from ..tiles import fused_pass, stats_sum
 from .kernel_state import MissingStates, drop_states, read_state, replay_state, write_state
 from .store import block_tiles, open_block
@@ -203,30 +204,18 @@ def digest_task(plans: dict[int, dict] | None):
 SPARSE_SUMS_MIN_FEATURES = memory.SPARSE_SUMS_MIN_FEATURES
 
 
-@dataclass(frozen=True)
-class SparseSums:
-    """A block's double-double column sums over ``n_features`` columns, only those not zero.
-
-    Why: a task's result travels through the JVM, and dense sums cost 16 bytes per feature per
-    product whatever the block holds: one SVMlight row with feature 4,000,000 made every pass
-    ship ~200 MB per block and ran the local driver's JVM out of heap.  A zero column adds
-    nothing to a double-double sum (``dd_add`` of ``(0, 0)`` keeps the other sum's value), so
-    adding only the non-zero columns gives the dense sum's bits."""
-
-    columns: np.ndarray
-    hi: np.ndarray
-    lo: np.ndarray
-    n_features: int
-
-    def dense(self) -> DoubleDouble:
-        hi, lo = np.zeros(self.n_features), np.zeros(self.n_features)
-        hi[self.columns], lo[self.columns] = self.hi, self.lo
-        return hi, lo
-
-
-def _padded(dd: DoubleDouble, n_features: int):
+def _padded(dd: DoubleDouble | SparseSums, n_features: int):
     """A block's double-double column sums (its width) over ``n_features`` columns: padded with
-    zeros, or as :class:`SparseSums` when they are wide and mostly zero."""
+    zeros, or as :class:`SparseSums` when they are wide and mostly zero.
+
+    Why sparse: a task's result travels through the JVM, and dense sums cost 16 bytes per feature
+    per product whatever the block holds: one SVMlight row with feature 4,000,000 made every pass
+    ship ~200 MB per block and ran the local driver's JVM out of heap.  Adding only the non-zero
+    columns gives the dense sum's bits (:mod:`sparkrank.numerics.sparse_sums`)."""
+    if isinstance(dd, SparseSums):  # a sparse pass's sums over the block's columns
+        if n_features >= SPARSE_SUMS_MIN_FEATURES and 4 * dd.columns.shape[0] <= n_features:
+            return dd.widened(n_features)
+        dd = dd.dense()
     hi, lo = dd
     if n_features >= SPARSE_SUMS_MIN_FEATURES:
         columns = np.flatnonzero((hi != 0) | (lo != 0))
@@ -236,6 +225,11 @@ def _padded(dd: DoubleDouble, n_features: int):
     return np.pad(hi, (0, pad)), np.pad(lo, (0, pad))
 
 
+def rounded_sums(dd) -> np.ndarray:
+    """``dd_round(dense_sums(dd))`` without the dense double-double of a :class:`SparseSums`."""
+    return dd.rounded() if isinstance(dd, SparseSums) else dd_round(dd)
+
+
 def dense_sums(dd):
     """``dd`` as dense double-doubles (a :class:`SparseSums` expanded; ``None`` stays ``None``)."""
     return dd.dense() if isinstance(dd, SparseSums) else dd
@@ -243,7 +237,8 @@ def dense_sums(dd):
 
 def add_dd(a: Any, b: Any):
     """``treeAggregate`` combiner for double-doubles, dense or :class:`SparseSums` (``None`` =
-    nothing yet); the sum of two sparse ones is dense."""
+    nothing yet); the sum of two sparse ones stays sparse while it covers at most a quarter
+    of the columns."""
     if a is None:
         return b
     if b is None:
@@ -252,9 +247,10 @@ def add_dd(a: Any, b: Any):
         a, b = b, a  # dd_add is symmetric: the same bits either way
     if not isinstance(b, SparseSums):
         return dd_add(a, b)
-    hi, lo = (np.array(x) for x in dense_sums(a))
-    hi[b.columns], lo[b.columns] = dd_add((hi[b.columns], lo[b.columns]), (b.hi, b.lo))
-    return hi, lo
+    if isinstance(a, SparseSums):  # two sparse sums stay sparse while their union is small
+        union = add_sparse(a, b)
+        return union if 4 * union.columns.shape[0] <= union.n_features else union.dense()
+    return add_into_dense(tuple(np.array(x) for x in a), b)
 
 
 def add_dd_lists(a: Any, b: Any):

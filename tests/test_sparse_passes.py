@@ -1,0 +1,172 @@
+"""Sparse passes on hashed features: each tile's ``Xᵀc`` over its own columns, added in tile order.
+
+The sums must be the dense sums' bits (``numerics/exact_sum.py``'s contract), on any tiles,
+threads and engine, and a pass over 2²⁴ columns must allocate O(nnz + n), not O(tiles × n).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from functools import reduce
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sparkrank.data.block import RankingData
+from sparkrank.io.files import read_ranking_data
+from sparkrank.engines import tiles as tiling
+from sparkrank.engines.local import LocalEngine
+from sparkrank.engines.registry import make_engine
+from sparkrank.io.sources import open_source
+from sparkrank.kernels.losses import SquaredHingeDiagonalKernel
+from sparkrank.numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products
+from sparkrank.numerics.sparse_sums import (
+    ColumnSums, SparseSums, add_into_dense, add_sparse, tile_columns, tile_products, wants_sparse_passes)
+from sparkrank.training import train
+
+
+def _bits(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def hashed(rows: int, n: int, nnz: int, group: int, seed: int, levels: int = 3) -> RankingData:
+    """``rows`` rows of ``nnz`` hashed ids out of ``n`` (a few shared by many rows, so columns
+    collect terms from several rows, steps and tiles), values with ties, groups of ``group``
+    rows (a few one-level groups), graded labels."""
+    rng = np.random.default_rng(seed)
+    popular = rng.integers(0, n, 16)
+    cols = np.where(rng.random((rows, nnz)) < 0.3, rng.choice(popular, (rows, nnz)), rng.integers(0, n, (rows, nnz)))
+    vals = rng.choice([1.0, 0.5, -2.0, 3.25, 1e-3], (rows, nnz))
+    X = sp.csr_matrix((vals.ravel(), (np.repeat(np.arange(rows), nnz), cols.ravel())), shape=(rows, n))
+    X.sum_duplicates()
+    X.sort_indices()
+    y = rng.integers(0, levels, rows).astype(float)
+    y[: 2 * group] = 1.0  # two one-level groups
+    return RankingData.from_arrays(X, y, np.repeat(np.arange(-(-rows // group)), group)[:rows])
+
+
+def test_tile_sums_are_the_dense_sums_bit_for_bit():
+    data = hashed(900, 5000, 12, 7, seed=1)
+    X, offsets = data.X, data.groups.offsets
+    rng = np.random.default_rng(2)
+    cuts = np.unique(np.concatenate(([0], rng.choice(offsets[1:-1], 9, replace=False), [offsets[-1]])))
+    bounds = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+    columns = tile_columns(X, bounds)
+    c = rng.choice([0.0, 1.0, -1.0, 0.25, 3.0], size=(3, data.n_rows))
+    accumulator, dense_total = ColumnSums(columns[0].block), None
+    for (a, b), cols in zip(bounds, columns):
+        starts = offsets[(offsets >= a) & (offsets <= b)] - a
+        products = [(c[0, a:b], 1), (c[1, a:b], 2), (c[2, a:b], 1)]
+        dense = rmatvec_dd_products(X, products, (a, b), starts)
+        sparse = tile_products(X, (a, b), cols, products, starts)
+        distinct = cols.block.columns[cols.positions]
+        for (dh, dl), (sh, sl) in zip(dense, sparse):
+            assert np.array_equal(_bits(dh[distinct]), _bits(sh)) and np.array_equal(_bits(dl[distinct]), _bits(sl))
+            untouched = np.ones(X.shape[1], bool)
+            untouched[distinct] = False
+            assert not dh[untouched].any() and not dl[untouched].any()
+        accumulator.add(cols, sparse)
+        dense_total = dense if dense_total is None else [dd_add(t, d) for t, d in zip(dense_total, dense)]
+    for got, want in zip(accumulator.sums(), dense_total):
+        assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(got.dense(), want))
+        assert np.array_equal(_bits(got.rounded()), _bits(dd_round(want)))
+
+
+def test_sparse_sums_add_as_the_dense_ones():
+    rng = np.random.default_rng(4)
+    n = 400
+    a_cols, b_cols = np.sort(rng.choice(n, 150, replace=False)), np.sort(rng.choice(n, 90, replace=False))
+    a = SparseSums(a_cols, rng.normal(size=150) * 1e3, rng.normal(size=150) * 1e-14, n)
+    b = SparseSums(b_cols, rng.normal(size=90), rng.normal(size=90) * 1e-17, n)
+    want = dd_add(a.dense(), b.dense())
+    for got in (add_sparse(a, b).dense(), add_into_dense(tuple(np.array(x) for x in a.dense()), b)):
+        assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("solver, options", [
+    ("tron", {}),
+    ("bmrm", {}),
+    ("ncg", {"gradient": "fast"}),
+    ("toppush", {"scope": "group"}),
+    ("toppush", {"scope": "global"}),
+])
+def test_sparse_passes_give_the_dense_model_on_any_threads_and_tiles(solver, options, monkeypatch):
+    data = hashed(1200, 3000, 10, 9, seed=3)
+    kw = dict(solver=solver, C=0.5, max_iter=6, solver_options=options)
+    with LocalEngine(data, threads=1, sparse=False) as engine:
+        want = train(engine, **kw).weights
+    for tile_bytes, threads in ((1 << 40, 1), (1, 2), (3000, 3)):
+        monkeypatch.setattr(tiling, "TILE_BYTES", tile_bytes)
+        with LocalEngine(data, threads=threads, sparse=True) as engine:
+            assert engine.sparse
+            got = train(engine, **kw).weights
+        assert np.array_equal(_bits(got), _bits(want)), (tile_bytes, threads)
+
+
+def test_wide_csr_rows_take_the_sparse_passes_by_default():
+    assert wants_sparse_passes(hashed(10, 1 << 16, 3, 5, seed=0).X)
+    assert not wants_sparse_passes(hashed(10, 1 << 15, 3, 5, seed=0).X)
+    assert not wants_sparse_passes(np.zeros((3, 1 << 17)))
+
+
+def test_a_pass_over_2_24_columns_allocates_nnz_plus_n_not_tiles_times_n(monkeypatch):
+    """16 tiles on 2 threads over 2²⁴ hashed ids: the dense sums allocated five arrays of width
+    n per tile per product (16 x 3 x 5 x 128 MiB); the sparse pass holds its rounded results
+    (three vectors of n) and O(nnz) besides."""
+    n = 1 << 24
+    data = hashed(3200, n, 40, 50, seed=7)
+    monkeypatch.setattr(tiling, "TILE_BYTES", data.X.data.nbytes // 12)
+    w = np.random.default_rng(0).normal(size=n) * 1e-3
+    with LocalEngine(data, threads=2) as engine:
+        assert engine.sparse and len(engine._tiles) >= 12
+        engine.run(w, SquaredHingeDiagonalKernel(), keep_state=True)  # compiled, tiles made
+        tracemalloc.start()
+        try:
+            result = engine.run(w, SquaredHingeDiagonalKernel(), keep_state=True)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert result.moments is not None  # Xᵀc and the preconditioner's two moments: three products
+    nnz = data.X.nnz
+    assert peak <= 3 * 8 * n + 400 * nnz + (16 << 20), f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_spark_gives_the_local_model_on_hashed_features(spark, tmp_path):
+    data = hashed(600, 1 << 20, 20, 12, seed=9)
+    X = data.X
+    lines = []
+    for i in range(data.n_rows):
+        entries = " ".join(f"{j + 1}:{v:g}" for j, v in zip(X.indices[X.indptr[i]:X.indptr[i + 1]],
+                                                            X.data[X.indptr[i]:X.indptr[i + 1]]))
+        lines.append(f"{data.labels[i]:g} qid:{i // 12} {entries}")
+    path = tmp_path / "hashed.svm"
+    path.write_text("\n".join(lines) + "\n")
+    local_data = read_ranking_data(str(path))
+    for solver in ("tron", "bmrm"):
+        kw = dict(solver=solver, C=1.0, max_iter=4)
+        with LocalEngine(local_data, threads=2) as engine:
+            assert engine.sparse
+            local = train(engine, **kw)
+        with make_engine(open_source(str(path), spark=spark), "spark", spark=spark, num_partitions=3) as engine:
+            distributed = train(engine, **kw)
+        assert np.array_equal(_bits(distributed.weights), _bits(local.weights)), solver
+
+
+def test_the_memory_model_counts_sparse_passes_by_their_entries():
+    from sparkrank.data import memory
+    from sparkrank.data.memory import MiB, DataShape, WorkerBudget
+
+    hashed_rows = DataShape(200_000, 1 << 24, 8_000_000, 4000, 4)
+    assert hashed_rows.sparse_passes and not DataShape(200_000, 136).sparse_passes
+    # in process: the rows, what the sparse passes keep per entry and touched column, the solver's
+    # vectors; no partial sums of the full width per thread
+    per_thread = memory.PARTIAL_FEATURE_BYTES * hashed_rows.features
+    held = memory.local_bytes(hashed_rows, threads=8)
+    assert held == memory.local_bytes(hashed_rows, threads=1) < 8 * per_thread
+    assert held >= hashed_rows.block_bytes() + memory.SOLVER_VECTORS * 8 * hashed_rows.features
+    # on Spark: blocks sized by their entries, where dense partial sums of 2^24 columns could not fit
+    budget = WorkerBudget(512 * MiB, "spark.driver.memory=1g over 2 cores", "spark.driver.memory")
+    parts = memory.partition_count(hashed_rows, budget, 2, minimum=2, input_bytes=memory.build_input_bytes(40, 8))
+    assert 2 <= parts <= 64 and parts % 2 == 0
+    assert memory.worker_fixed_bytes(0) + memory.worker_block_bytes(hashed_rows.part(parts)) <= budget.bytes
