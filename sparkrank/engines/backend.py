@@ -45,6 +45,9 @@ class EngineSettings:
         In-process engines: threads for parsing and passes (default every core).
     master, driver_memory : str, optional
         Spark: the master URL and the embedded driver's memory.
+    spark_conf, packages : optional
+        Spark: more settings of the embedded session (``--conf KEY=VALUE`` pairs) and jars by
+        Maven coordinates (``--packages``), as :func:`sparkrank.io.spark.passthrough.spark_conf` merges them.
     partitions, aggregation_depth : int, optional
         Spark: blocks to build, ``treeAggregate`` depth.
     placement : str
@@ -58,6 +61,8 @@ class EngineSettings:
     threads: int | None = defaults.THREADS
     master: str | None = None
     driver_memory: str | None = None
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    packages: str | None = None
     partitions: int | None = None
     placement: str = defaults.PLACEMENT
     aggregation_depth: int | None = None

@@ -237,6 +237,11 @@ class HadoopFileSystem(FileSystem):
                 if what in ("write", "create") and reason and reason.group(1) != "No such file or directory":
                     raise FileError(f"cannot {what} {path}", reason.group(1)) from None
                 raise FileNotFoundError(f"{path} does not exist") from None
+            from .connectors import missing_connector_message
+
+            missing = missing_connector_message(path, message, self.jvm)
+            if missing is not None:
+                raise OSError(missing) from None
             if "UnsupportedFileSystemException" in kind or "No FileSystem for scheme" in message:
                 raise OSError(f"{path}: no Hadoop file system for this scheme ({message}); add its "
                               "connector jar (see the README, 'Data lakes')") from None

@@ -269,6 +269,10 @@ def open_source(
         raise ValueError("no input given")
     if format != "auto":
         get_format(format)
+    if spark is not None:  # a session handed in: its executors get their Python as get_session's do
+        from .spark.executors import prepare_executors
+
+        prepare_executors(spark)
     files: list[FileEntry] = []
     found: dict[str, tuple[Format, FileEntry | None]] = {}
     for uri in uris:
@@ -320,14 +324,18 @@ def _detect(fs: FileSystem, uri: str, requested: str) -> tuple[list[FileEntry], 
     if not entries:
         raise DataError(f"input {uri} is an empty directory (no data files; names starting with _ or . are skipped)")
     if requested != "auto":
+        # the readers take a directory whole: files that name another format fail them (by suffix)
+        others = {f.name: e for e in entries
+                  if (f := format_by_suffix(U.basename(e.path))) is not None and f.name != requested}
+        if others:
+            raise DataError(mixed_formats_message(uri, {requested: None, **others}, requested))
         return entries, get_format(requested)
     kinds: dict[str, tuple[Format, FileEntry]] = {}
     for e in entries:
         fmt = format_by_suffix(U.basename(e.path)) or format_by_magic(fs.read_bytes(e.path, 4))
         kinds.setdefault(fmt.name, (fmt, e))
     if len(kinds) > 1:
-        listing = "; ".join(f"{name}: {e.path}" for name, (_, e) in kinds.items())
-        raise DataError(f"input {uri} mixes formats ({listing}); give a directory of one format or --format")
+        raise DataError(mixed_formats_message(uri, {name: e for name, (_, e) in kinds.items()}))
     return entries, next(iter(kinds.values()))[0]
 
 
@@ -337,6 +345,15 @@ def _table_format(fs: FileSystem, matches: list[str], requested: str) -> Format 
         fmt = get_format(requested)
         return fmt if fmt.tables else None
     return next((fmt for fmt in FORMATS.values() if fmt.tables and fmt.is_table(fs, matches)), None)
+
+
+def mixed_formats_message(uri: str, kinds: dict, requested: str | None = None) -> str:
+    """Files of several formats in one input, and what works (``--format`` alone does not: both
+    engines read a directory whole)."""
+    listing = "; ".join(f"{fmt}: {e.path}" for fmt, e in kinds.items() if e is not None)
+    what = f"has files of other formats than --format {requested}" if requested else "mixes formats"
+    return (f"input {uri} {what} ({listing}); both engines read a directory whole, --format too: keep the files "
+            "of one format in it (move the others out)")
 
 
 @dataclass(frozen=True)

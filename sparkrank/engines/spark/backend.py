@@ -32,10 +32,11 @@ class SparkBackend(Backend):
 
     def _start_session(self):
         from ...io.spark.errors import quiet_query_context_logs, quiet_task_failure_logs
+        from ...io.spark.passthrough import spark_conf
         from ...io.spark.session import get_session
 
         s = self.settings
-        conf = {"spark.driver.memory": s.driver_memory} if s.driver_memory else None
+        conf = spark_conf(s.spark_conf, s.packages, s.driver_memory)
         spark = get_session(s.master, conf=conf, log_level="INFO" if s.verbose else "WARN")
         if not s.verbose:
             quiet_task_failure_logs(spark)
