@@ -125,5 +125,21 @@ def test_other_losses_and_grouped_data_are_refused(engines, spark, tmp_path):
     with pytest.raises(RangePlacementError, match="RankNetKernel.*placement 'driver'"):
         ranged.run(np.zeros(5), RankNetKernel())
     df = spark.createDataFrame([(1.0, 1, [0.0]), (0.0, 1, [1.0])], ["label", "qid", "features"])
-    with pytest.raises(ValueError, match="range placement ranks all rows as one global ranking"):
+    with pytest.raises(ValueError, match="range placement needs one global ranking"):
         SparkEngine(df, placement="range")
+
+
+def test_placements_that_cannot_run_on_the_columns_are_refused_in_one_sentence():
+    from sparkrank.data.weights import WeightColumns
+    from sparkrank.engines.spark.placements import checked_placement
+
+    none = WeightColumns(None, None)
+    assert checked_placement("auto", "qid", none) == "executor"
+    assert checked_placement("auto", None, none) == "driver"
+    assert checked_placement("range", None, none) == "range"
+    with pytest.raises(ValueError, match="range placement needs one global ranking"):
+        checked_placement("range", "qid", none)
+    with pytest.raises(ValueError, match="does not take row or group weights yet"):
+        checked_placement("range", None, WeightColumns("w", None))
+    with pytest.raises(ValueError, match="executor placement needs query ids"):
+        checked_placement("executor", None, none)

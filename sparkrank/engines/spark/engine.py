@@ -38,7 +38,6 @@ from typing import Literal
 
 import numpy as np
 
-from ...choices import PLACEMENTS
 from ...data.block import DataError
 from ...data.weights import WeightColumns
 from ...io.spark.columns import feature_spec
@@ -48,6 +47,7 @@ from ...numerics.exact_sum import add_split_steps, dd_round
 from .. import tiles
 from ..base import ColumnMoments, DataSummary, Engine, PassResult, StateHandle
 from . import kernel_state, sizing, store, tasks
+from .placements import checked_placement
 from .building import DRIVER_PARTIALS_ENTRIES, StoreBuilding, auto_aggregation_depth  # noqa: F401 - its names
 from .progress import job_progress
 
@@ -182,17 +182,7 @@ class SparkEngine(StoreBuilding, Engine):
         self.label_col, self.qid_col = label_col, qid_col
         self.weights = WeightColumns(weight_col, group_weight_col).present_in(names)  # data/weights.py
         self.spec = feature_spec(df, features_col)
-        if placement == "auto":
-            placement = "executor" if qid_col else "driver"
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
-        if placement == "executor" and qid_col is None:
-            raise ValueError("executor placement needs query ids; one global ranking runs in driver placement")
-        if placement == "range" and qid_col is not None:
-            raise ValueError("range placement needs one global ranking (no query ids); use executor placement")
-        if placement == "range" and self.weights:
-            raise ValueError("placement 'range' does not take row or group weights yet; use placement 'driver'")
-        self.placement, self._n_ranges = placement, n_ranges
+        self.placement, self._n_ranges = checked_placement(placement, qid_col, self.weights), n_ranges
         self.dtype = np.dtype(dtype).name
         self._auto_partitions = num_partitions is None
         self.num_partitions = num_partitions or sizing.default_partitions(
