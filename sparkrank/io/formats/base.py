@@ -68,8 +68,9 @@ class Format:
         return f"{self.name} input is read by Spark"
 
     # -- Spark -------------------------------------------------------------------------------------
-    def read_spark(self, spark, uris: list[str]):
-        """A DataFrame of all ``uris`` (files, directories or globs)."""
+    def read_spark(self, spark, uris: list[str], base_path: str | None = None):
+        """A DataFrame of all ``uris`` (files, directories or globs); ``base_path``: the directory
+        whose Hive partitions the files given are in (:meth:`~sparkrank.io.sources.Source.read_uris`)."""
         raise TypeError(f"{self.name} has no Spark reader")
 
     def prepare_spark(self, df, columns, where_filter: str | None, where: str, where_sql: bool = False):

@@ -27,7 +27,8 @@ from .delimited import input_order
 class SvmlightFormat(Format):
     """SVMlight/LETOR text (the format of files no other format names)."""
 
-    def read_spark(self, spark, uris):
+    def read_spark(self, spark, uris, base_path=None):
+        # its own listing skips what is not data (sparkrank.io.uri.skipped_name): no base needed
         from ..spark.svmlight import read_svmlight_dataframe
 
         return read_svmlight_dataframe(spark, uris[0] if len(uris) == 1 else uris)
