@@ -164,6 +164,14 @@ class Source:
         return df, Columns(self.columns.label, self.format.group_column(self.columns, df.columns),
                            features_name(self.columns))
 
+    def fixed_width(self, names: Sequence[str] | None = None) -> bool:
+        """Whether the rows are of a fixed width (:meth:`~sparkrank.io.formats.base.Format.fixed_width`):
+        ``names`` are the columns of the input's frame, else those of its local dataset's schema."""
+        if names is None:
+            local_dataset = getattr(self.format, "local_dataset", None)  # the Arrow formats'
+            names = () if local_dataset is None else local_dataset(*self.local_dataset_paths()).schema.names
+        return self.format.fixed_width(self.columns, names)
+
     def local_parquet_files(self) -> list[str] | None:
         """Local files whose row groups the Spark engine's blocks may read as they are
         (:meth:`~sparkrank.io.formats.base.Format.row_group_files`), else ``None``."""

@@ -73,11 +73,16 @@ class SparkBackend(Backend):
     def check_scores_output(self, out: ScoreOutput) -> None:
         self.check_output_dir(out.path, out.mode)
 
+    def fixed_width(self, source) -> bool:
+        df, _ = source.dataframe(self.session)  # lazy: the columns of the frame the engine reads
+        return source.fixed_width(df.columns)
+
     def write_scores(self, source, model, out: ScoreOutput) -> str:
         from .scoring import shaped_scores
 
         df, cols = source.dataframe(self.session)
         scored = shaped_scores(df, cols, model, data_name=source.name, group=list(source.columns.group),
+                               fixed_width=source.fixed_width(df.columns),
                                feature_cols=source.columns.feature_cols, prediction_col=out.prediction_col,
                                keep_cols=out.keep_cols, rank=out.rank, partition_by=out.partition_by)
         write_dataframe(scored, out.path, mode=out.mode, partition_by=out.partition_by)

@@ -85,6 +85,12 @@ class Format:
         a file), or ``None`` when the format has none or Spark detects it."""
         return None
 
+    def fixed_width(self, columns, names: Sequence[str]) -> bool:
+        """Whether rows of this format with the frame's column ``names`` are of a fixed width: the
+        features are named columns or one vector/list column (not an ``indices``/``values`` pair,
+        whose omitted features are zeros)."""
+        return bool(columns.feature_cols) or columns.features in names
+
     def group_column(self, columns, names: Sequence[str]) -> str | None:
         """The group column to train on among the frame's column ``names``."""
         return columns.group_name

@@ -39,6 +39,9 @@ class SvmlightFormat(Format):
         return prepare_frame(df, columns, where_filter, where=where, where_sql=where_sql, numeric_labels=False,
                              check=lambda names: svmlight_column_spec(columns, names, where))
 
+    def fixed_width(self, columns, names):
+        return False  # a line leaves out its zero features
+
     def group_column(self, columns, names):
         if columns.group == ("qid",) and "qid" not in names:
             return None
