@@ -167,9 +167,8 @@ class Source:
     def fixed_width(self, names: Sequence[str] | None = None) -> bool:
         """Whether the rows are of a fixed width (:meth:`~sparkrank.io.formats.base.Format.fixed_width`):
         ``names`` are the columns of the input's frame, else those of its local dataset's schema."""
-        if names is None:
-            local_dataset = getattr(self.format, "local_dataset", None)  # the Arrow formats'
-            names = () if local_dataset is None else local_dataset(*self.local_dataset_paths()).schema.names
+        if names is None:  # the Arrow formats' schema; other formats have no columns to ask
+            names = self.local_dataset().schema.names if hasattr(self.format, "local_dataset") else ()
         return self.format.fixed_width(self.columns, names)
 
     def local_parquet_files(self) -> list[str] | None:
@@ -193,8 +192,7 @@ class Source:
 
             data = replace(self, columns=replace(self.columns, weights=WeightColumns())).ranking_data(
                 n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows, threads=threads)
-            return with_weight_columns(data, local_dataset(*self.local_dataset_paths()), self,
-                                       drop_invalid_rows=drop_invalid_rows)
+            return with_weight_columns(data, self.local_dataset(), self, drop_invalid_rows=drop_invalid_rows)
         return self.format.read_local(self, n_features=n_features, dtype=dtype,
                                       drop_invalid_rows=drop_invalid_rows, threads=threads)
 
@@ -241,13 +239,14 @@ class Source:
         single = len(self.uris) == 1 and not U.has_glob(self.uris[0])
         return [entry.path for entry in self.files], self.uris[0] if single else None
 
-    def local_dataset_paths(self) -> tuple[list, str | None]:
-        """``(paths, base)`` of :meth:`read_uris` on this machine, as the Arrow formats' datasets take
-        them (``paths``: the input's paths, or one list of its data files)."""
+    def local_dataset(self):
+        """The Arrow formats' ``pyarrow.dataset`` of this input's local files (:meth:`read_uris`:
+        the input's paths, or one list of its data files under the base of their Hive partitions)."""
+        if not self.not_data:  # a format's local_dataset(paths) as every format takes it
+            return self.format.local_dataset(self.local_paths())
         uris, base = self.read_uris()
-        if not self.not_data:
-            return self.local_paths(), None
-        return [[self.local_path(u) for u in uris]], None if base is None else self.local_path(base)
+        return self.format.local_dataset([[self.local_path(u) for u in uris]],
+                                         None if base is None else self.local_path(base))
 
     @staticmethod
     def local_path(uri: str) -> str:

@@ -29,14 +29,14 @@ class ArrowFormat(Format):
 
     def local_dataset(self, paths: list, base_dir: str | None = None):
         """A ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered; a list
-        of files among them has them under ``base_dir``, :meth:`~sparkrank.io.sources.Source.local_dataset_paths`)."""
+        of files among them has them under ``base_dir``, :meth:`~sparkrank.io.sources.Source.local_dataset`)."""
         raise NotImplementedError
 
     def read_local(self, source, *, n_features, dtype, drop_invalid_rows, threads):
         from ...data.arrow import RowError
         from ...data.table import ranking_data_from_table
 
-        dataset = self.local_dataset(*source.local_dataset_paths())
+        dataset = source.local_dataset()
         names = dataset.schema.names
         where = f"{source.name}: "
         source.columns.check(names, where)
