@@ -201,7 +201,7 @@ class SparkEngine(StoreBuilding, Engine):
         self._row_locator = None if row_locator is None else \
             functools.partial(row_locator, drop_invalid_rows=drop_invalid_rows)
         self._df = self._arrange(df)
-        self._parquet_files = list(parquet_files or []) if placement == "executor" else []
+        self._parquet_files = list(parquet_files or []) if self.placement == "executor" else []
         self._open()
 
     #: What an engine derived from this one (a fold view, :mod:`sparkrank.engines.spark.folds`)
