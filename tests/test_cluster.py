@@ -501,3 +501,28 @@ def test_sessions_made_by_the_user_get_the_executors_python_on_every_path(cluste
     assert out["python"] == sys.executable
     np.testing.assert_array_equal(np.array([float.fromhex(w) for w in out["weights"]]), reference("tron"))
     assert 0.5 < out["ndcg"] <= 1.0
+
+
+# -- the master lost during a run (issue 38 item 3) -----------------------------------------------
+
+def test_a_master_lost_during_a_fit_does_not_stop_it(tmp_path, data, reference):
+    """A cluster of its own (master + one worker: the shared one keeps its master) whose master is
+    killed (``kill -9``) after the README's train job's first iteration: the application keeps
+    the executor it holds, so the job ends normally with the undisturbed model bit for bit, exit
+    0, no traceback (docs/failures.md, 'Starting Spark'); the lost master is one warning, not an
+    error."""
+    from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM
+
+    model = tmp_path / "m.json"
+    with StandaloneCluster(tmp_path / "own", n_workers=1, cores=2, memory="1g", python=None,
+                           daemon_java_opts=FAST_JVM, spark_defaults=CLUSTER_SPARK_DEFAULTS) as own:
+        job = Job(own, "train.py", "--input", str(data / "train.parquet"), "--model", str(model), *TRON)
+        try:
+            job.wait_for_iteration(1)
+            own.kill("master")
+            rc = job.finish()
+        finally:
+            job.kill_driver()
+    assert rc == 0, job.log[-6000:]
+    assert "Traceback" not in job.log and "sparkrank train: error" not in job.log, job.log[-6000:]
+    np.testing.assert_array_equal(_weights(model), reference("tron"))
