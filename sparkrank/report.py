@@ -113,6 +113,8 @@ def plot_convergence(models: Sequence[tuple[str, Any]], path: str | Path, *, tit
     for label, model in models:
         history = model if isinstance(model, (list, tuple)) else model.summary.get("history", [])
         s, measure = _history_series(history)
+        if not isinstance(model, (list, tuple)) and model.summary.get("tune"):
+            label += " (tune's refit, warm-started: its C path is metric_vs_C.png)"
         measures.add(measure)
         finite = s["objective"][np.isfinite(s["objective"])]
         all_positive &= bool(np.all(finite > 0))
@@ -124,6 +126,10 @@ def plot_convergence(models: Sequence[tuple[str, Any]], path: str | Path, *, tit
             if measure:
                 axes[1, col].plot(s[x], _positive(s["measure"]), marker="o", ms=3, color=line.get_color(),
                                   label=f"{label} ({MEASURE_NAMES.get(measure, measure)})")
+    from matplotlib.ticker import MaxNLocator
+
+    # iterations are whole numbers: a short (warm-started) run gets ticks 1, 2, not 1.0, 1.2, ...
+    axes[1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
     lower = " / ".join(MEASURE_NAMES.get(m, m) for m in sorted(m for m in measures if m)) or "(no progress measure)"
     for col, xlabel in enumerate(("iteration", "wall time since solver start (s)")):
         axes[0, col].set_ylabel("training objective" + (", log scale" if all_positive else ""))

@@ -292,6 +292,8 @@ def test_executors_without_sparkrank_fail_fast_with_the_fix(cluster, data, tmp_p
     assert r.returncode == 2, out[-4000:]
     assert "cannot import sparkrank" in out or "sparkrank (ModuleNotFoundError" in out, out[-4000:]
     assert "spark.pyspark.python=" in out and "Traceback" not in out
+    # the one line is on spark-submit's stderr (the Python driver's streams reach it joined, on stdout)
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("sparkrank train: error: ")], r.stderr[-4000:]
     print(f"failed in {seconds:.1f}s")
 
 
@@ -435,3 +437,92 @@ def test_lake_predict_job_partitions_by_day(cluster, lake):
     days = sorted(p.name for p in (root / "scores").iterdir() if p.name.startswith("day="))
     assert days == ["day=2026-11-02", "day=2026-11-03"]
     assert pq.read_table(root / "scores").num_rows == 1200
+
+
+# -- sessions the user makes: the executors' Python set up on every path (issue 38 item 2) ----------
+#: A driver script with two sessions of its own, as a notebook makes them (no spark-submit, no
+#: get_session): the first while ``PYSPARK_PYTHON`` names a Python without sparkrank, where every
+#: path into Spark must stop at once with the fix; the second plain, where the executors must get
+#: this driver's interpreter and fit, transform and evaluate.
+_OWN_SESSIONS = """
+import json, os, sys, time
+from pyspark.sql import SparkSession
+from sparkrank.io.sources import open_source
+from sparkrank.ml import LinearRanker, RankingEvaluator
+from sparkrank.io.spark.errors import ClusterError
+
+master, data = sys.argv[1], sys.argv[2]
+out = {}
+ranker = LinearRanker(groupCol="qid", solver="tron", C=1.0, tol=1e-6)
+spark = SparkSession.builder.master(master).appName("without-sparkrank").getOrCreate()
+df = spark.read.parquet(data)
+for name, call in (("open_source", lambda: open_source(data, spark=spark)), ("fit", lambda: ranker.fit(df))):
+    start = time.monotonic()
+    try:
+        call()
+        out[name] = None
+    except ClusterError as exc:
+        out[name] = [str(exc), time.monotonic() - start]
+spark.stop()
+del os.environ["PYSPARK_PYTHON"]
+spark = SparkSession.builder.master(master).appName("plain").getOrCreate()
+df = spark.read.parquet(data)
+model = ranker.fit(df)
+scored = model.transform(df)
+out["python"] = spark.sparkContext.pythonExec
+out["weights"] = [float(w).hex() for w in model.rankingModel.weights]
+out["ndcg"] = RankingEvaluator(metricName="ndcg@10", groupCol="qid").evaluate(scored)
+print("@@" + json.dumps(out))
+"""
+
+
+def test_sessions_made_by_the_user_get_the_executors_python_on_every_path(cluster, data, reference):
+    """A driver outside spark-submit and get_session, its venv not on ``PATH``, on workers whose
+    ``python3`` lacks sparkrank.  With ``PYSPARK_PYTHON`` naming such a Python, ``open_source``
+    and ``LinearRanker.fit`` each raise one ClusterError within seconds naming the interpreter,
+    the fix and a documentation section that exists (it was 4 attempts of every task, 183 log
+    lines and ``No module named 'sparkrank'``); with a plain session the executors run this
+    driver's interpreter and the fit is the local engine's model bit for bit."""
+    env = {**_submit_env(cluster), "PATH": "/usr/local/bin:/usr/bin:/bin", "PYSPARK_PYTHON": "/usr/bin/python3"}
+    env.pop("VIRTUAL_ENV", None)
+    r = subprocess.run([sys.executable, "-c", _OWN_SESSIONS, cluster.master_url, str(data / "train.parquet")],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT)
+    assert r.returncode == 0 and "@@" in r.stdout, r.stderr[-6000:]
+    out = json.loads(r.stdout[r.stdout.index("@@") + 2:])
+    for path in ("open_source", "fit"):
+        assert out[path] is not None, f"{path} ran on executors without sparkrank"
+        message, seconds = out[path]
+        print(f"{path}: failed in {seconds:.1f}s")
+        assert message.startswith("the executors' Python /usr/bin/python3 cannot import ") and \
+            "sparkrank (ModuleNotFoundError" in message and f"spark.pyspark.python={sys.executable}" in message, message
+        assert "(see docs/spark.md#running-on-a-cluster)" in message
+        assert seconds < 60, f"{path} took {seconds:.0f}s to fail"
+    assert not re.search(r"Lost task|failed \d+ times|Traceback", r.stderr), r.stderr[-6000:]
+    assert out["python"] == sys.executable
+    np.testing.assert_array_equal(np.array([float.fromhex(w) for w in out["weights"]]), reference("tron"))
+    assert 0.5 < out["ndcg"] <= 1.0
+
+
+# -- the master lost during a run (issue 38 item 3) -----------------------------------------------
+
+def test_a_master_lost_during_a_fit_does_not_stop_it(tmp_path, data, reference):
+    """A cluster of its own (master + one worker: the shared one keeps its master) whose master is
+    killed (``kill -9``) after the README's train job's first iteration: the application keeps
+    the executor it holds, so the job ends normally with the undisturbed model bit for bit, exit
+    0, no traceback (docs/failures.md, 'Starting Spark'); the lost master is one warning, not an
+    error."""
+    from cluster import CLUSTER_SPARK_DEFAULTS, FAST_JVM
+
+    model = tmp_path / "m.json"
+    with StandaloneCluster(tmp_path / "own", n_workers=1, cores=2, memory="1g", python=None,
+                           daemon_java_opts=FAST_JVM, spark_defaults=CLUSTER_SPARK_DEFAULTS) as own:
+        job = Job(own, "train.py", "--input", str(data / "train.parquet"), "--model", str(model), *TRON)
+        try:
+            job.wait_for_iteration(1)
+            own.kill("master")
+            rc = job.finish()
+        finally:
+            job.kill_driver()
+    assert rc == 0, job.log[-6000:]
+    assert "Traceback" not in job.log and "sparkrank train: error" not in job.log, job.log[-6000:]
+    np.testing.assert_array_equal(_weights(model), reference("tron"))

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_POSITIVE_THRESHOLD, DEFAULT_ZERO_IDCG
-from ..data.block import DataError
+from ..data.block import DataError, check_fixed_width
 from ..engines.backend import Backend
 from ..engines.base import Engine
 from ..engines.padded import PaddedEngine
@@ -92,8 +92,9 @@ class EvaluateSettings:
 def evaluate(backend: Backend, inputs: InputSettings, model, settings: EvaluateSettings = EvaluateSettings()) -> dict:
     """``sparkrank evaluate``: outputs checked first, the metrics of ``model`` on ``inputs``'
     rows (at their own width: wider than the model is predict's error, on both engines; narrower,
-    they are evaluated with the model's width, :mod:`sparkrank.engines.padded`), then the JSON
-    file and the per-query metrics written."""
+    they are evaluated with the model's width, :mod:`sparkrank.engines.padded`, unless they are of a
+    fixed width, :func:`~sparkrank.data.block.check_fixed_width`), then the JSON file and the
+    per-query metrics written."""
     columns = inputs.columns(model)
     if settings.output_json:
         backend.check_output_file(settings.output_json)
@@ -103,6 +104,8 @@ def evaluate(backend: Backend, inputs: InputSettings, model, settings: EvaluateS
     source = open_input(backend, inputs, columns=columns)
     with backend.engine(source) as engine:
         model.check_width(engine.summary.n_features, source.name)
+        if engine.summary.n_features < model.n_features and backend.fixed_width(source):
+            check_fixed_width(engine.summary.n_features, model.n_features, model.source, source.name)
         if engine.summary.n_rows == 0:  # every metric would be NaN: most likely a --where that keeps nothing
             raise DataError(f"{source.name}: no data rows to evaluate" + (
                 f" ({source.filter_option} {source.where!r})" if source.where else ""))

@@ -1,5 +1,6 @@
-"""The report use case: PNGs of models' convergence, a tune result's metric vs C, and the score
-distribution of a model on labelled rows read in this process (:mod:`sparkrank.report`)."""
+"""The report use case: PNGs of models' convergence, a tune result's metric vs C (given, or kept by
+a model ``tune`` wrote), and the score distribution of a model on labelled rows read in this
+process (:mod:`sparkrank.report`)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,11 @@ def report(settings: ReportSettings, inputs: InputSettings | None = None, backen
     with_history = [(name, m) for name, m in models if m.summary.get("history")]
     if with_history:
         paths.append(plots.plot_convergence(with_history, U.join(out, "convergence.png")))
-    if settings.tune:
-        paths.append(plots.plot_metric_vs_c(load_tune_result(settings.tune), U.join(out, "metric_vs_C.png")))
+    # the C path: the tune result given, else the one a model written by `tune` keeps
+    c_path = load_tune_result(settings.tune) if settings.tune else \
+        next((m.summary["tune"] for _, m in models if m.summary.get("tune")), None)
+    if c_path is not None:
+        paths.append(plots.plot_metric_vs_c(c_path, U.join(out, "metric_vs_C.png")))
     if inputs is not None:
         model = models[0][1]
         source = open_input(backend, inputs, columns=inputs.columns(model))

@@ -70,6 +70,7 @@ def tune(backend: Backend, inputs: InputSettings, settings: TuneSettings) -> Tun
     result = select_c(train_rows, valid=valid_rows, **opts)
     if result.model is not None:
         remember_source(result.model, backend, train_source)
+        result.model.summary["tune"] = result.c_path()  # `report --model` draws the C path it came from
     if s.output_json:
         result.save(s.output_json)
     if s.model and result.model is not None:

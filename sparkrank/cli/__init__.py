@@ -51,7 +51,9 @@ def run(argv: list[str] | None = None) -> None:
     """The ``sparkrank`` console script (and the ``jobs/`` scripts): :func:`main` on ``argv``
     (default ``sys.argv[1:]``), then exit with its status."""
     from ..failures import exit_process
+    from ..io.spark.submit_stderr import restore_submit_stderr
 
+    restore_submit_stderr()  # a job's error line and log on stderr under spark-submit, not its stdout
     # numba's first dispatch would import scipy.linalg only to probe for BLAS (0.25 s, ~13 MB)
     defer_numba_blas_probe()
     # This process owns the interpreter.  What the imports built (numba's ~100k compiler and

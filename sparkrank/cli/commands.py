@@ -31,6 +31,7 @@ def _run(args) -> app.RunSettings:
     settings = EngineSettings(
         dtype=args.dtype, drop_invalid_rows=args.drop_invalid_rows, threads=getattr(args, "threads", None),
         master=getattr(args, "master", None), driver_memory=getattr(args, "driver_memory", None),
+        spark_conf=tuple(getattr(args, "conf", None) or ()), packages=getattr(args, "packages", None),
         partitions=getattr(args, "partitions", None), placement=getattr(args, "placement", "auto"),
         aggregation_depth=getattr(args, "aggregation_depth", None), verbose=args.verbose)
     return app.RunSettings(getattr(args, "engine", "local"), settings)

@@ -15,6 +15,7 @@ from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_C
 from ..engines.registry import ENGINES
 from ..io.formats.registry import DELTA_AVAILABLE, format_choices
 from ..io.outputs import WRITE_MODES
+from ..io.spark.passthrough import spark_setting
 from ..solvers.registry import SOLVERS
 
 EPILOG = """\
@@ -219,6 +220,12 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                    help="Spark: treeAggregate depth of a pass's sums (default: 1, one stage per pass, unless "
                         "partitions x features exceed ~700k; then 2)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
+    g.add_argument("--conf", type=spark_setting, action="append", metavar="KEY=VALUE",
+                   help="a Spark setting for the embedded session, as spark-submit's --conf (repeatable), e.g. "
+                        "spark.executor.memory=4g or spark.hadoop.fs.s3a.endpoint=...")
+    g.add_argument("--packages", metavar="COORDS",
+                   help="Maven coordinates of jars for the embedded session, comma-separated, as spark-submit's "
+                        "--packages: e.g. the s3a connector org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>")
     g.add_argument("--threads", type=POSITIVE_INT, metavar="N",
                    help="local engine: threads for parsing SVMlight text, the products and the pair counting "
                         "(default: every core); "

@@ -96,6 +96,18 @@ def check_model_width(n_columns: int, n_weights: int, source: str, data: str = "
                         f"{n_weights} weights (it never saw the features beyond)")
 
 
+def check_fixed_width(n_columns: int, n_weights: int, source: str, data: str = "the data") -> None:
+    """A ``DataError`` with both counts when rows of a fixed width (a vector or list column, CSV/TSV
+    or named columns) have fewer feature columns than the model ``source`` has weights: such rows
+    say every feature they have, so a narrower width is data the model was not trained for.
+    (Sparse rows, SVMlight's or an ``indices``/``values`` pair, leave out zeros and are not
+    checked.)  Plain arguments, so a Spark task can check without shipping the model."""
+    if n_columns < n_weights:
+        raise DataError(f"{data} has {n_columns} feature columns but the model {source} has {n_weights} weights: "
+                        "its rows are of a fixed width (a vector or list column, or named columns), so it is not "
+                        "data of the model's features")
+
+
 def beyond_float32(what: str, value) -> str:
     """The one text for a finite feature value that float32 cannot hold (``--dtype float32``
     turns it into inf): ``what`` names the feature (and line or row), ``value`` is as read."""

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 import numpy as np
 
 from .. import defaults
-from ..data.block import DataError, RankingData, check_max_features, max_features_limit
+from ..data.block import DataError, RankingData, check_fixed_width, check_max_features, max_features_limit
 from ..data.folds import local_split
 from ..io.fs import filesystem
 from ..io.outputs import check_output_dir, check_output_file, write_csv, write_parquet_file
@@ -45,6 +45,9 @@ class EngineSettings:
         In-process engines: threads for parsing and passes (default every core).
     master, driver_memory : str, optional
         Spark: the master URL and the embedded driver's memory.
+    spark_conf, packages : optional
+        Spark: more settings of the embedded session (``--conf KEY=VALUE`` pairs) and jars by
+        Maven coordinates (``--packages``), as :func:`sparkrank.io.spark.passthrough.spark_conf` merges them.
     partitions, aggregation_depth : int, optional
         Spark: blocks to build, ``treeAggregate`` depth.
     placement : str
@@ -58,6 +61,8 @@ class EngineSettings:
     threads: int | None = defaults.THREADS
     master: str | None = None
     driver_memory: str | None = None
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    packages: str | None = None
     partitions: int | None = None
     placement: str = defaults.PLACEMENT
     aggregation_depth: int | None = None
@@ -180,6 +185,11 @@ class Backend(ABC):
     @abstractmethod
     def engine(self, source, n_features: int | None = None) -> Engine:
         """The training engine over ``source`` (``n_features``: the width to read it as)."""
+
+    def fixed_width(self, source) -> bool:
+        """Whether ``source``'s rows are of a fixed width, so that a model wider than them is an
+        error (:func:`~sparkrank.data.block.check_fixed_width`)."""
+        return source.fixed_width()
 
     def rows(self, source, model=None) -> RankingData | None:
         """``source``'s rows in this process (padded to ``model``'s width), when this engine
@@ -346,6 +356,8 @@ class InProcessBackend(Backend):
         if model is None:
             return data
         model.check_width(data.n_features, source.name)
+        if data.n_features < model.n_features and self.fixed_width(source):
+            check_fixed_width(data.n_features, model.n_features, model.source, source.name)
         return data.with_features(model.n_features)
 
     def tune_rows(self, source):

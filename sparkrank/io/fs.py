@@ -58,11 +58,6 @@ def _reason(exc: OSError) -> str | None:
     return getattr(exc, "reason", None) or exc.strerror
 
 
-def _hidden(name: str) -> bool:
-    # Spark and Hadoop ignore these in data directories (_SUCCESS, _committed, .crc files)
-    return name.startswith(("_", "."))
-
-
 class FileSystem(ABC):
     """The operations; :class:`LocalFileSystem` and :class:`HadoopFileSystem` implement them."""
 
@@ -103,16 +98,22 @@ class FileSystem(ABC):
         """Create the directory and its parents (existing is fine)."""
 
     # -- shared logic -----------------------------------------------------------------------
-    def list_files(self, path: str) -> list[FileEntry]:
-        """Data files under ``path`` (itself if it is a file), recursively, skipping hidden
-        ``_*``/``.*`` entries as Spark does, in sorted order."""
+    def list_files(self, path: str, not_hidden: list[str] | None = None) -> list[FileEntry]:
+        """Data files under ``path`` (itself if it is a file), recursively, in sorted order,
+        skipping the names that are not data (:func:`sparkrank.io.uri.skipped_name`: ``_*``,
+        ``.*``, ``*.crc``, ``README*``).  ``not_hidden``, when given, collects the skipped paths
+        that Spark's and pyarrow's own listings would read (a ``README``, a ``x.crc``): their
+        readers are then given the files, not the directory (:meth:`sparkrank.io.sources.Source.read_uris`)."""
         if not self.is_dir(path):
             return [FileEntry(path, self.size(path))]
         out: list[FileEntry] = []
         stack = [path]
         while stack:
             for child, is_dir, size in sorted(self.children(stack.pop())):
-                if _hidden(U.basename(child)):
+                name = U.basename(child)
+                if U.skipped_name(name):
+                    if not_hidden is not None and not U.hidden_name(name):
+                        not_hidden.append(child)
                     continue
                 if is_dir:
                     stack.append(child)
@@ -237,6 +238,11 @@ class HadoopFileSystem(FileSystem):
                 if what in ("write", "create") and reason and reason.group(1) != "No such file or directory":
                     raise FileError(f"cannot {what} {path}", reason.group(1)) from None
                 raise FileNotFoundError(f"{path} does not exist") from None
+            from .connectors import missing_connector_message
+
+            missing = missing_connector_message(path, message, self.jvm)
+            if missing is not None:
+                raise OSError(missing) from None
             if "UnsupportedFileSystemException" in kind or "No FileSystem for scheme" in message:
                 raise OSError(f"{path}: no Hadoop file system for this scheme ({message}); add its "
                               "connector jar (see the README, 'Data lakes')") from None

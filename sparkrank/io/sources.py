@@ -26,6 +26,7 @@ Column rules (the same on both engines and in pyspark.ml)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -36,6 +37,8 @@ from . import uri as U
 from .formats.base import Format
 from .formats.registry import FORMATS, get_format, format_by_magic, format_by_suffix
 from .fs import LOCAL, FileEntry, FileSystem, FileUriFileSystem, HadoopFileSystem
+
+log = logging.getLogger("sparkrank")
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,10 @@ class Source:
     line_separator : str or None
         CSV/TSV: the record terminator all files share (``"\\r\\n"``, ``"\\n"`` or ``"\\r"``), for
         Spark's reader; ``None`` when unknown or mixed.
+    not_data : tuple of str
+        Files of the input's directories that are not its data but that Spark's and pyarrow's
+        own listings would read: skipped by name (:func:`~sparkrank.io.uri.skipped_name`: a
+        ``README``), or named for another format than ``--format``'s; see :meth:`read_uris`.
     """
 
     uris: tuple[str, ...]
@@ -128,6 +135,7 @@ class Source:
     files: tuple[FileEntry, ...] = field(default=(), repr=False)
     where_sql: bool = False
     line_separator: str | None = None
+    not_data: tuple[str, ...] = ()
 
     @property
     def filter_option(self) -> str:
@@ -148,10 +156,20 @@ class Source:
         from .spark.frames import features_name
 
         options = {"line_separator": self.line_separator} if self.line_separator else {}
-        df = self.format.read_spark(spark, [U.for_spark(u) for u in self.uris], **options)
+        uris, base = self.read_uris()
+        if base is not None:
+            options["base_path"] = U.for_spark(base)
+        df = self.format.read_spark(spark, [U.for_spark(u) for u in uris], **options)
         df = self.format.prepare_spark(df, self.columns, self.where, f"{self.name}: ", where_sql=self.where_sql)
         return df, Columns(self.columns.label, self.format.group_column(self.columns, df.columns),
                            features_name(self.columns))
+
+    def fixed_width(self, names: Sequence[str] | None = None) -> bool:
+        """Whether the rows are of a fixed width (:meth:`~sparkrank.io.formats.base.Format.fixed_width`):
+        ``names`` are the columns of the input's frame, else those of its local dataset's schema."""
+        if names is None:  # the Arrow formats' schema; other formats have no columns to ask
+            names = self.local_dataset().schema.names if hasattr(self.format, "local_dataset") else ()
+        return self.format.fixed_width(self.columns, names)
 
     def local_parquet_files(self) -> list[str] | None:
         """Local files whose row groups the Spark engine's blocks may read as they are
@@ -163,7 +181,6 @@ class Source:
                      drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
         """The rows as a :class:`RankingData` (read in this process; local paths only; SVMlight
         text is parsed on ``threads`` threads)."""
-        paths = self.local_paths()
         if self.format.local and self.where_sql:
             raise ValueError(refuse_where_sql_locally(self.where))
         if self.columns.weights and not self.format.reads_weights:  # rows, then weights (io/weight_columns.py)
@@ -175,7 +192,7 @@ class Source:
 
             data = replace(self, columns=replace(self.columns, weights=WeightColumns())).ranking_data(
                 n_features=n_features, dtype=dtype, drop_invalid_rows=drop_invalid_rows, threads=threads)
-            return with_weight_columns(data, local_dataset(paths), self, drop_invalid_rows=drop_invalid_rows)
+            return with_weight_columns(data, self.local_dataset(), self, drop_invalid_rows=drop_invalid_rows)
         return self.format.read_local(self, n_features=n_features, dtype=dtype,
                                       drop_invalid_rows=drop_invalid_rows, threads=threads)
 
@@ -211,6 +228,25 @@ class Source:
     def local_paths(self) -> list[str]:
         """The input's URIs as local paths (an error for one that is not on this machine)."""
         return [self.local_path(u) for u in self.uris]
+
+    def read_uris(self) -> tuple[list[str], str | None]:
+        """``(uris, base)``: what a reader of a whole input is given.  The input's URIs, or, when
+        one of its directories holds files that are not data but that Spark's and pyarrow's
+        listings would read (:attr:`not_data`: a ``README``, ``x.crc``), its data files, with the
+        directory as the base of their Hive partitions (``base``; one directory given)."""
+        if not self.not_data:
+            return list(self.uris), None
+        single = len(self.uris) == 1 and not U.has_glob(self.uris[0])
+        return [entry.path for entry in self.files], self.uris[0] if single else None
+
+    def local_dataset(self):
+        """The Arrow formats' ``pyarrow.dataset`` of this input's local files (:meth:`read_uris`:
+        the input's paths, or one list of its data files under the base of their Hive partitions)."""
+        if not self.not_data:  # a format's local_dataset(paths) as every format takes it
+            return self.format.local_dataset(self.local_paths())
+        uris, base = self.read_uris()
+        return self.format.local_dataset([[self.local_path(u) for u in uris]],
+                                         None if base is None else self.local_path(base))
 
     @staticmethod
     def local_path(uri: str) -> str:
@@ -269,10 +305,15 @@ def open_source(
         raise ValueError("no input given")
     if format != "auto":
         get_format(format)
+    if spark is not None:  # a session handed in: its executors get their Python as get_session's do
+        from .spark.executors import prepare_executors
+
+        prepare_executors(spark)
     files: list[FileEntry] = []
+    not_data: list[str] = []
     found: dict[str, tuple[Format, FileEntry | None]] = {}
     for uri in uris:
-        entries, fmt = _detect(_fs_for(uri, spark), uri, format)
+        entries, fmt = _detect(_fs_for(uri, spark), uri, format, not_data)
         for entry in entries or [None]:
             if entry is not None or fmt.name not in found:
                 found[fmt.name] = found.get(fmt.name) or (fmt, entry)
@@ -284,7 +325,7 @@ def open_source(
     columns = fmt.columns_for(_fs_for(uris[0], spark), files, columns)
     line_separator = fmt.line_separator(files, lambda path: _fs_for(path, spark))
     return Source(uris, fmt, columns, where or None, tuple(files), where_sql=bool(where) and where_sql,
-                  line_separator=line_separator)
+                  line_separator=line_separator, not_data=tuple(not_data))
 
 
 def refuse_where_sql_locally(text: str | None) -> str:
@@ -303,8 +344,9 @@ def _fs_for(uri: str, spark) -> FileSystem:
     return HadoopFileSystem(spark if spark is not None else active_or_new_session())
 
 
-def _detect(fs: FileSystem, uri: str, requested: str) -> tuple[list[FileEntry], Format]:
-    """The data files of one URI and their format (``requested`` unless ``auto``)."""
+def _detect(fs: FileSystem, uri: str, requested: str, not_data: list[str]) -> tuple[list[FileEntry], Format]:
+    """The data files of one URI and their format (``requested`` unless ``auto``); ``not_data``
+    collects the skipped files that the readers' own listings would read."""
     if U.has_glob(uri):
         matches = fs.glob(uri)
         if not matches:
@@ -316,19 +358,40 @@ def _detect(fs: FileSystem, uri: str, requested: str) -> tuple[list[FileEntry], 
     table = _table_format(fs, matches, requested)
     if table is not None:
         return [], table
-    entries = [e for m in matches for e in fs.list_files(m)]
+    entries = [e for m in matches for e in fs.list_files(m, not_data)]
     if not entries:
         raise DataError(f"input {uri} is an empty directory (no data files; names starting with _ or . are skipped)")
     if requested != "auto":
-        return entries, get_format(requested)
+        return _of_format(uri, entries, requested, not_data), get_format(requested)
     kinds: dict[str, tuple[Format, FileEntry]] = {}
     for e in entries:
         fmt = format_by_suffix(U.basename(e.path)) or format_by_magic(fs.read_bytes(e.path, 4))
         kinds.setdefault(fmt.name, (fmt, e))
     if len(kinds) > 1:
-        listing = "; ".join(f"{name}: {e.path}" for name, (_, e) in kinds.items())
-        raise DataError(f"input {uri} mixes formats ({listing}); give a directory of one format or --format")
+        raise DataError(mixed_formats_message(uri, {name: e for name, (_, e) in kinds.items()}))
     return entries, next(iter(kinds.values()))[0]
+
+
+def _of_format(uri: str, entries: list[FileEntry], requested: str, not_data: list[str]) -> list[FileEntry]:
+    """The files of one input that ``--format requested`` reads: all but those whose names say
+    another format (``a.txt`` beside ``b.parquet``), which go to ``not_data`` (the readers are
+    then given the files, :meth:`Source.read_uris`)."""
+    others = {}
+    for e in entries:
+        fmt = format_by_suffix(U.basename(e.path))
+        if fmt is not None and fmt.name != requested:
+            others.setdefault(fmt.name, []).append(e)
+    if not others:
+        return entries
+    kept = [e for e in entries if all(e not in group for group in others.values())]
+    listing = "; ".join(f"{len(group)} {name} ({group[0].path}{', ...' if len(group) > 1 else ''})"
+                        for name, group in others.items())
+    if not kept:
+        raise DataError(f"input {uri} has no {requested} files (--format {requested}): it holds {listing}")
+    log.info("input %s: --format %s reads its %d %s files and skips the files of other formats: %s",
+             uri, requested, len(kept), requested, listing)
+    not_data.extend(e.path for group in others.values() for e in group)
+    return kept
 
 
 def _table_format(fs: FileSystem, matches: list[str], requested: str) -> Format | None:
@@ -337,6 +400,14 @@ def _table_format(fs: FileSystem, matches: list[str], requested: str) -> Format 
         fmt = get_format(requested)
         return fmt if fmt.tables else None
     return next((fmt for fmt in FORMATS.values() if fmt.tables and fmt.is_table(fs, matches)), None)
+
+
+def mixed_formats_message(uri: str, kinds: dict) -> str:
+    """Files of several formats in one input, and what works: ``--format`` reads one format's
+    files of it (:func:`_of_format`)."""
+    listing = "; ".join(f"{fmt}: {e.path}" for fmt, e in kinds.items())
+    choices = " or ".join(f"--format {fmt}" for fmt in kinds)
+    return f"input {uri} mixes formats ({listing}); give {choices} to read only the files of that format"
 
 
 @dataclass(frozen=True)

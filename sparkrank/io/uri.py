@@ -107,3 +107,29 @@ def parent(uri: str) -> str:
 
 def basename(uri: str) -> str:
     return str(uri).rstrip("/").rpartition("/")[2]
+
+
+# ----------------------------------------------------------------------------- names that are not data
+
+#: Endings of files that are never data: Hadoop's checksums (``part-0.parquet.crc``; Hadoop's
+#: own are ``.part-0.parquet.crc``, hidden anyway) and a copy Hadoop has not finished.
+_NOT_DATA_SUFFIXES = (".crc", "._copying_")
+#: A README of a data folder (``README``, ``README.md``, ``readme.txt``) is documentation.
+_README = "readme"
+
+
+def hidden_name(name: str) -> bool:
+    """Whether the readers' own listings (Spark's and Hadoop's, ``pyarrow.dataset``'s) skip a file
+    or directory of this name: names starting with ``_`` or ``.`` (``_SUCCESS``, ``_committed_*``,
+    ``_temporary``, ``.DS_Store``, Hadoop's ``.part-0.crc``)."""
+    return name.startswith(("_", "."))
+
+
+def skipped_name(name: str) -> bool:
+    """Whether a file or directory of this name inside an input directory is skipped as not
+    data, on both engines: the one rule of every listing (:meth:`sparkrank.io.fs.FileSystem.list_files`,
+    the Spark SVMlight reader).  :func:`hidden_name`'s names, Hadoop checksums and unfinished
+    copies (``*.crc``, ``*._COPYING_``), and ``README`` files (``README``, ``README.md``, any
+    case).  A file named on the command line is read whatever its name."""
+    lower = name.lower()
+    return hidden_name(name) or lower.endswith(_NOT_DATA_SUFFIXES) or lower.split(".", 1)[0] == _README

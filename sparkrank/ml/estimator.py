@@ -180,7 +180,10 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     # -- fitting ---------------------------------------------------------------------------
     def _fit(self, dataset) -> LinearRankerModel:
+        from ..io.spark.executors import prepare_executors
+
         w0 = self._checked_start(dataset)
+        prepare_executors(dataset.sparkSession)  # the executors' Python imports sparkrank, or one clear error
         spec = self._columns()  # the columns the engine reads (checked to exist above)
         features = (spec.features,) if spec.features in dataset.columns else ("indices", "values")
         columns = (spec.label, *spec.group, *features)

@@ -133,6 +133,7 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         from ..engines.registry import make_engine
         from ..evaluation.kernel import MetricsKernel
         from ..io.sources import ColumnSpec, FrameSource
+        from ..io.spark.executors import prepare_executors
 
         label, score = self.getLabelCol(), self.getPredictionCol()
         group = ColumnSpec.parse_group(self.getGroupCol())
@@ -140,6 +141,7 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
             if col not in dataset.columns:
                 raise DataError(f"RankingEvaluator: no {what} column {col!r}; columns are {', '.join(dataset.columns)}")
         name, k = self._metric()
+        prepare_executors(dataset.sparkSession)
         kernel = MetricsKernel((k,), self.getOrDefault(self.ndcgDiscount), self.getOrDefault(self.zeroIdcg))
         # the prediction as the only feature and weight 1: the engine's scores are the predictions
         # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else

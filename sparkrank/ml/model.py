@@ -148,7 +148,9 @@ class LinearRankerModel(Model, LinearRankerParams, MLWritable, MLReadable):
 
     def _transform(self, dataset):
         from ..engines.spark.scoring import predict_dataframe
+        from ..io.spark.executors import prepare_executors
 
+        prepare_executors(dataset.sparkSession)
         return predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
                                  score_col=self.getPredictionCol(), keep_features=True)
 

@@ -149,6 +149,14 @@ class TuneResult:
                                **({"options": self.model.options} if self.model.options else {})}
         return json.loads(json.dumps(d, default=json_default))
 
+    def c_path(self) -> dict[str, Any]:
+        """The search as the best model keeps it (``model.summary["tune"]``): :meth:`to_dict`
+        without the best model's own summary, so ``sparkrank report --model`` draws the C path
+        the model came from (:func:`sparkrank.report.plot_metric_vs_c`)."""
+        d = self.to_dict()
+        d.pop("best_model", None)
+        return d
+
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` as JSON to a local path or any Hadoop URI (atomically)."""
         from ..io.fs import filesystem

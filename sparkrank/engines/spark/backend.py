@@ -32,10 +32,11 @@ class SparkBackend(Backend):
 
     def _start_session(self):
         from ...io.spark.errors import quiet_query_context_logs, quiet_task_failure_logs
+        from ...io.spark.passthrough import spark_conf
         from ...io.spark.session import get_session
 
         s = self.settings
-        conf = {"spark.driver.memory": s.driver_memory} if s.driver_memory else None
+        conf = spark_conf(s.spark_conf, s.packages, s.driver_memory)
         spark = get_session(s.master, conf=conf, log_level="INFO" if s.verbose else "WARN")
         if not s.verbose:
             quiet_task_failure_logs(spark)
@@ -72,11 +73,16 @@ class SparkBackend(Backend):
     def check_scores_output(self, out: ScoreOutput) -> None:
         self.check_output_dir(out.path, out.mode)
 
+    def fixed_width(self, source) -> bool:
+        df, _ = source.dataframe(self.session)  # lazy: the columns of the frame the engine reads
+        return source.fixed_width(df.columns)
+
     def write_scores(self, source, model, out: ScoreOutput) -> str:
         from .scoring import shaped_scores
 
         df, cols = source.dataframe(self.session)
         scored = shaped_scores(df, cols, model, data_name=source.name, group=list(source.columns.group),
+                               fixed_width=source.fixed_width(df.columns),
                                feature_cols=source.columns.feature_cols, prediction_col=out.prediction_col,
                                keep_cols=out.keep_cols, rank=out.rank, partition_by=out.partition_by)
         write_dataframe(scored, out.path, mode=out.mode, partition_by=out.partition_by)

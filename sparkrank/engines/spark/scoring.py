@@ -9,7 +9,7 @@ import numpy as np
 
 from ...conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG, PREDICTION_COL
 from ...data.arrow import table_to_csr
-from ...data.block import DataError, RankingData, check_model_width
+from ...data.block import DataError, RankingData, check_fixed_width, check_model_width
 from ...data.groups import QueryGroups
 from ...evaluation.metrics import DEFAULT_KS, per_group_metrics
 from ...numerics.linalg import csr_dot
@@ -18,10 +18,11 @@ from ...io.spark.worker import worker_task
 
 
 def predict_dataframe(df, model, *, features_col: str = "features", score_col: str = PREDICTION_COL,
-                      keep_features: bool = False, data_name: str = "the data"):
+                      keep_features: bool = False, data_name: str = "the data", fixed_width: bool = False):
     """``df`` without its feature columns (all of ``df`` with ``keep_features``), plus
     ``score_col = w·x`` (``w'·((x − shift)·scale)`` for a standardized model), a lazy DataFrame.
-    ``data_name``: how a message names ``df`` (rows wider than the model are an error)."""
+    ``data_name``: how a message names ``df`` (rows wider than the model are an error, and so
+    are narrower rows when ``fixed_width``: :func:`~sparkrank.data.block.check_fixed_width`)."""
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     spec = feature_spec(df, features_col)
@@ -41,6 +42,8 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
         for batch in batches:
             X = table_to_csr(batch, spec, None, np.float64, "predict: ")
             check_model_width(X.shape[1], weights.shape[0], source, data_name)  # a DataError the driver recovers
+            if fixed_width and batch.num_rows:
+                check_fixed_width(X.shape[1], weights.shape[0], source, data_name)
             s = csr_dot(X, weights[: X.shape[1]])
             if intercept:
                 s += intercept
@@ -98,16 +101,18 @@ def per_group_frame(scored, metrics, *, label_col: str, qid_col: str, score_col:
 
 
 def shaped_scores(df, cols, model, *, data_name: str, group: list[str], feature_cols: tuple[str, ...],
-                  prediction_col: str, keep_cols=None, rank: bool = False, partition_by=()):
+                  prediction_col: str, keep_cols=None, rank: bool = False, partition_by=(), fixed_width: bool = False):
     """The scored DataFrame ``predict`` writes: the group id (``group``'s columns that the frame has,
     and the group column trained on), the kept columns (``keep_cols``, else every column but the
     features, named ``feature_cols`` included), the prediction and (``rank``) the rank inside the
-    group (1 = highest score)."""
+    group (1 = highest score); ``fixed_width``: narrower rows than the model are an error
+    (:func:`predict_dataframe`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     pred = prediction_col
-    scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred, data_name=data_name)
+    scored = predict_dataframe(df, model, features_col=cols.features, score_col=pred, data_name=data_name,
+                               fixed_width=fixed_width)
     group = [g for g in group if g in scored.columns]
     if cols.qid and cols.qid not in group:
         group.append(cols.qid)

@@ -27,15 +27,16 @@ from .records import record_start_line
 class ArrowFormat(Format):
     """A format this process reads as a ``pyarrow.dataset``."""
 
-    def local_dataset(self, paths: list[str]):
-        """A ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered)."""
+    def local_dataset(self, paths: list, base_dir: str | None = None):
+        """A ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered; a list
+        of files among them has them under ``base_dir``, :meth:`~sparkrank.io.sources.Source.local_dataset`)."""
         raise NotImplementedError
 
     def read_local(self, source, *, n_features, dtype, drop_invalid_rows, threads):
         from ...data.arrow import RowError
         from ...data.table import ranking_data_from_table
 
-        dataset = self.local_dataset(source.local_paths())
+        dataset = source.local_dataset()
         names = dataset.schema.names
         where = f"{source.name}: "
         source.columns.check(names, where)
@@ -93,7 +94,7 @@ def unreadable_parquet(path: str) -> str:
 _PARQUET_WITHOUT_FOOTER = re.compile(r"Could not open Parquet input source '(.+?)': .*(?:magic bytes|footer)", re.S)
 
 
-def arrow_dataset(paths: list[str], fmt):
+def arrow_dataset(paths: list, fmt, base_dir: str | None = None):
     """One ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered) with
     the schema of :func:`unified_schema`: pyarrow would otherwise take the first file's types
     for all of them (or refuse to combine several paths' datasets), where Spark reads an
@@ -104,7 +105,7 @@ def arrow_dataset(paths: list[str], fmt):
 
     def discover(path, schema=None):
         try:
-            return ds.dataset(path, format=fmt, partitioning="hive", schema=schema)
+            return ds.dataset(path, format=fmt, partitioning="hive", schema=schema, partition_base_dir=base_dir)
         except pa.ArrowInvalid as exc:
             unreadable = _PARQUET_WITHOUT_FOOTER.search(str(exc)) if fmt == "parquet" else None
             if unreadable is None:

@@ -71,8 +71,9 @@ class Format:
         return f"{self.name} input is read by Spark"
 
     # -- Spark -------------------------------------------------------------------------------------
-    def read_spark(self, spark, uris: list[str]):
-        """A DataFrame of all ``uris`` (files, directories or globs)."""
+    def read_spark(self, spark, uris: list[str], base_path: str | None = None):
+        """A DataFrame of all ``uris`` (files, directories or globs); ``base_path``: the directory
+        whose Hive partitions the files given are in (:meth:`~sparkrank.io.sources.Source.read_uris`)."""
         raise TypeError(f"{self.name} has no Spark reader")
 
     def prepare_spark(self, df, columns, where_filter: str | None, where: str, where_sql: bool = False):
@@ -86,6 +87,12 @@ class Format:
         """The record terminator all ``files`` share, for Spark's reader (``fs_for(path)`` reads
         a file), or ``None`` when the format has none or Spark detects it."""
         return None
+
+    def fixed_width(self, columns, names: Sequence[str]) -> bool:
+        """Whether rows of this format with the frame's column ``names`` are of a fixed width: the
+        features are named columns or one vector/list column (not an ``indices``/``values`` pair,
+        whose omitted features are zeros)."""
+        return bool(columns.feature_cols) or columns.features in names
 
     def group_column(self, columns, names: Sequence[str]) -> str | None:
         """The group column to train on among the frame's column ``names``."""

@@ -44,11 +44,13 @@ class DelimitedFormat(ArrowFormat):
 
     delimiter: str = ","
 
-    def read_spark(self, spark, uris, line_separator: str | None = None):
+    def read_spark(self, spark, uris, line_separator: str | None = None, base_path: str | None = None):
         """``line_separator``: the files' record terminator (:meth:`line_separator`).  Given,
         Spark keeps a quoted CR LF as it is; left to Spark's detection, it reads a quoted CR LF
         in a file of CR LF records as LF (the in-process reader keeps CR LF)."""
         options = {"lineSep": line_separator} if line_separator else {}
+        if base_path is not None:
+            options["basePath"] = base_path
         return spark.read.csv(list(uris), header=True, inferSchema=True, sep=self.delimiter, multiLine=True,
                               quote='"', escape='"', **options)
 
@@ -73,7 +75,7 @@ class DelimitedFormat(ArrowFormat):
             found.add(end[1] if end else None)
         return found.pop() if len(found) == 1 else None
 
-    def local_dataset(self, paths):
+    def local_dataset(self, paths, base_dir=None):
         import pyarrow.csv as pcsv
         import pyarrow.dataset as ds
 
@@ -84,7 +86,7 @@ class DelimitedFormat(ArrowFormat):
                                   newlines_in_values=True)
         fmt = ds.CsvFileFormat(parse_options=parse,
                                convert_options=pcsv.ConvertOptions(null_values=[""], strings_can_be_null=True))
-        return arrow_dataset(paths, fmt)
+        return arrow_dataset(paths, fmt, base_dir)
 
     def columns_for(self, fs, files, columns):
         if not files:

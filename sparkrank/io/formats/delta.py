@@ -24,7 +24,7 @@ class DeltaFormat(Format):
     def is_table(self, fs, matches):
         return len(matches) == 1 and fs.is_dir(matches[0]) and fs.exists(U.join(matches[0], "_delta_log"))
 
-    def read_spark(self, spark, uris):
+    def read_spark(self, spark, uris, base_path=None):
         if len(uris) != 1:
             raise DataError("a Delta input is one table; give one --input")
         return spark.read.format("delta").load(uris[0])

@@ -28,11 +28,12 @@ PARQUET_MAGIC = b"PAR1"
 class ParquetFormat(ArrowFormat):
     """Parquet files, directories of them, Hive partitions (``day=…/``)."""
 
-    def read_spark(self, spark, uris):
-        return spark.read.parquet(*uris)
+    def read_spark(self, spark, uris, base_path=None):
+        reader = spark.read if base_path is None else spark.read.option("basePath", base_path)
+        return reader.parquet(*uris)
 
-    def local_dataset(self, paths):
-        return arrow_dataset(paths, "parquet")
+    def local_dataset(self, paths, base_dir=None):
+        return arrow_dataset(paths, "parquet", base_dir)
 
     def read_batch_by_batch(self, dataset, columns, where_filter, where, read):
         """Local Parquet read batch by batch into the final arrays (:mod:`sparkrank.data.parquet_rows`),

@@ -30,7 +30,8 @@ from .delimited import input_order
 class SvmlightFormat(Format):
     """SVMlight/LETOR text (the format of files no other format names)."""
 
-    def read_spark(self, spark, uris):
+    def read_spark(self, spark, uris, base_path=None):
+        # its own listing skips what is not data (sparkrank.io.uri.skipped_name): no base needed
         from ..spark.svmlight import read_svmlight_dataframe
 
         return read_svmlight_dataframe(spark, uris[0] if len(uris) == 1 else uris)
@@ -45,6 +46,9 @@ class SvmlightFormat(Format):
             df = df.drop(COST_COLUMN)
         return prepare_frame(df, columns, where_filter, where=where, where_sql=where_sql, numeric_labels=False,
                              check=lambda names: svmlight_column_spec(columns, names, where))
+
+    def fixed_width(self, columns, names):
+        return False  # a line leaves out its zero features
 
     def group_column(self, columns, names):
         if columns.group == ("qid",) and "qid" not in names:

@@ -6,77 +6,20 @@ spark.pyspark.python=...`` sets it); setting ``spark.pyspark.python`` on the bui
 enough.  So unless one was chosen, :func:`get_session` sets ``PYSPARK_PYTHON`` to this
 interpreter *before* the context starts: embedded sessions and single-host clusters then run
 the same Python (with sparkrank, numba, pyarrow) whether or not its venv is on ``PATH``.  On
-a cluster, :func:`check_executors` has every executor core import sparkrank (which also warms
-the Python workers) and fails in seconds with the flag to use when the executors cannot.
+a cluster, :func:`~sparkrank.io.spark.executors.check_executors` has every executor core import
+sparkrank (which also warms the Python workers) and fails in seconds with the flag to use when
+the executors cannot; :mod:`sparkrank.io.spark.executors` does the same for sessions made elsewhere.
 """
 
 from __future__ import annotations
 
-import builtins
 import logging
 import os
 import sys
 
-from .errors import ClusterError
+from .executors import prepare_executors
 
 log = logging.getLogger("sparkrank.spark")
-
-#: What the probe task imports: everything a pass needs on the executors.
-EXECUTOR_MODULES = ("numpy", "numba", "pyarrow", "scipy", "sparkrank")
-
-# The probe is compiled here rather than defined in this module: cloudpickle ships a function
-# of an importable module by reference, and unpickling it would need the very sparkrank whose
-# absence the probe reports.
-_PROBE_SOURCE = '''
-def probe(_):
-    import sys
-    missing = []
-    for name in MODULES:
-        try:
-            __import__(name)
-        except Exception as exc:
-            missing.append(name + " (" + type(exc).__name__ + ": " + str(exc) + ")")
-    yield sys.executable, missing
-'''
-
-
-def _probe_function(modules: tuple[str, ...]):
-    namespace = {"__builtins__": builtins, "MODULES": modules}
-    exec(_PROBE_SOURCE, namespace)  # noqa: S102 - fixed source above
-    return namespace["probe"]
-
-
-def interpreter_hint(python: str) -> str:
-    """How to give the executors an interpreter that has sparkrank (docs/spark.md, 'Running on a cluster')."""
-    return ("give the executors a Python that has sparkrank: `spark-submit --conf spark.pyspark.python="
-            f"{python} ...` when every worker host has that path, or ship a packed venv: "
-            "`spark-submit --archives venv.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python ...`"
-            " (see README, 'Running on a cluster')")
-
-
-def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
-    """Have every executor core import ``modules``; raise :class:`ClusterError` if one cannot.
-
-    One small job of ``defaultParallelism`` tasks (one per executor core): besides finding a
-    host whose Python lacks sparkrank, it starts every executor's Python worker and pays its
-    imports in parallel, up front, where the first pass would otherwise pay them one
-    executor after another.  (Python workers are reused, so the work is not repeated.)  The
-    tasks catch their own import errors, so Spark does not retry them.
-    """
-    sc = spark.sparkContext
-    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
-    tasks = max(1, sc.defaultParallelism)
-    try:
-        found = sc.parallelize(range(tasks), tasks).mapPartitions(_probe_function(tuple(modules))).collect()
-    except Exception as exc:  # the interpreter itself could not start on the executor
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterError(f"the executors could not start Python {python!r} ({first[:300]}); "
-                           f"{interpreter_hint(sys.executable)}") from None
-    for executable, missing in found:
-        if missing:
-            raise ClusterError(f"the executors' Python {executable} cannot import {'; '.join(missing)}; "
-                               f"{interpreter_hint(sys.executable)}")
-
 
 #: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
@@ -119,7 +62,7 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     Under ``spark-submit`` the master and resources come from the command line; otherwise
     an embedded ``local[*]`` session is started (UI off, quiet progress).  Either way the
     executors' Python workers run this interpreter unless ``PYSPARK_PYTHON`` /
-    ``spark.pyspark.python`` names another, and on a cluster :func:`check_executors` makes
+    ``spark.pyspark.python`` names another, and on a cluster :func:`~sparkrank.io.spark.executors.check_executors` makes
     sure they can import sparkrank before any work is done.
 
     Parameters
@@ -140,6 +83,7 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        prepare_executors(active)
         return active
     if os.environ.get("PYSPARK_GATEWAY_PORT"):
         # launched by spark-submit: connect to its JVM first, so SparkConf() sees --master / --conf
@@ -148,8 +92,10 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
         SparkContext._ensure_initialized()
     submitted = SparkConf()  # holds spark-submit's settings when launched through it
     builder = SparkSession.builder.appName(app_name)
+    given = {"spark.app.name": app_name}  # what the builder is given, for the JVM's start
     if master or not submitted.contains("spark.master"):
         builder = builder.master(master or "local[*]")
+        given["spark.master"] = master or "local[*]"
     is_local = (master or submitted.get("spark.master", "local[*]")).startswith("local")
     # the context reads the workers' interpreter from the environment when it starts
     python = (conf or {}).get("spark.pyspark.python") or submitted.get("spark.pyspark.python", None) \
@@ -179,8 +125,13 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     for key, value in {**defaults, **(conf or {})}.items():
         if not submitted.contains(key):
             builder = builder.config(key, value)
+            given[key] = value
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from .launch import check_master_reachable, launch_driver_jvm
+
+    check_master_reachable(master or submitted.get("spark.master", "local[*]"))  # not a minute of retries
+    launch_driver_jvm(given)  # no Java, or a JVM that refuses its options: one line
     spark = _start_keeping_sigint(builder)
     if is_local:  # its Python workers end quietly with this process (spark/shutdown.py)
         from .shutdown import stop_at_exit
@@ -190,6 +141,5 @@ def get_session(master: str | None = None, app_name: str = "sparkrank", conf: di
     # Spark's own INFO lines are off by default: say which application this is (executor logs,
     # the master's UI and block directories are named after it)
     log.info("spark application %s on %s", spark.sparkContext.applicationId, spark.sparkContext.master)
-    if not is_local:
-        check_executors(spark)
+    prepare_executors(spark)  # a cluster's executors import sparkrank, or one line says how to fix it
     return spark

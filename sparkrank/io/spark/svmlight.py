@@ -124,7 +124,8 @@ def _hadoop_fs(spark, uri: str):
 
 
 def _list_files(spark, paths: list[str]) -> list[_File]:
-    """The visible files under ``paths`` (Spark skips names starting with ``_`` or ``.``)."""
+    """The data files under ``paths`` (names that are not data skipped, as in-process:
+    :func:`~sparkrank.io.uri.skipped_name`)."""
     out: list[_File] = []
     for given in paths:
         p, fs = _hadoop_fs(spark, given)
@@ -137,7 +138,7 @@ def _list_files(spark, paths: list[str]) -> list[_File]:
                 it = fs.listFiles(st.getPath(), True)
                 while it.hasNext():
                     f = it.next()
-                    if not f.getPath().getName().startswith(("_", ".")):
+                    if not U.skipped_name(f.getPath().getName()):
                         found.append(f.getPath())
             else:
                 found.append(st.getPath())
