@@ -32,6 +32,9 @@ LAYOUT = "auto"
 #: Threads of the local engine and of the SVMlight parser: ``None`` is every core
 #: (:func:`threads_or_default`); the model and the parsed rows are the same for any number.
 THREADS: int | None = None
+#: Where a ``LinearRanker`` fit runs (``auto``: in the driver when the rows fit it, as
+#: ``--engine auto`` decides for the command line; the engines give the same model).
+ML_ENGINE = "auto"
 #: Where the Spark engine runs the score-space kernel (:data:`sparkrank.choices.PLACEMENTS`).
 PLACEMENT = "auto"
 #: Checkpoints: every this many accepted solver iterations (command line; ``LinearRanker``'s
