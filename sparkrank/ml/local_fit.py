@@ -33,9 +33,26 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
         df, cols = source.dataframe()
         shape = input_shape(df, feature_spec(df, cols.features), np.dtype(defaults.DTYPE).itemsize,
                             parquet_files, None)
-        return None if shape is None else float(shape.feature_bytes())
+        if shape is not None:
+            return float(shape.feature_bytes())
+        return _counted_bytes(df, cols.features, np.dtype(defaults.DTYPE).itemsize)
 
     return choose_frame_engine(requested, frame_bytes, spark_params)
+
+
+def _counted_bytes(df, features: str, itemsize: int) -> float | None:
+    """Dense bytes of ``df``'s rows when Spark has no size for its plan (a cached frame not yet
+    materialised): its row count times the width of its first row's features (two small jobs)."""
+    if features not in df.columns:
+        return None
+    first = df.select(features).first()
+    if first is None:
+        return 0.0
+    value = first[0]
+    width = getattr(value, "size", None) if not isinstance(value, (list, tuple)) else len(value)
+    if width is None:
+        return None
+    return float(df.count()) * int(width) * itemsize
 
 
 def collect_rows(source, n_features: int | None = None):
