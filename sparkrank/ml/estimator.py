@@ -87,6 +87,12 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         ``q`` weighs ``b_q·a_i·a_j``, the model of the data with integer weights repeated.  The
         model does not need them to score.
 
+    engine : {"auto", "local", "spark"}, default "auto"
+        Where the fit runs.  ``auto``: in the driver when the rows fit it (the command line's
+        ``--engine auto`` rule on Spark's size estimate of the DataFrame), else distributed;
+        ``local``: the rows are collected to the driver once, as Arrow batches, and trained on
+        every core there; ``spark``: distributed blocks.  The model is the same bit for bit.
+
     Notes
     -----
     Model selection must keep groups whole; use :func:`sparkrank.ml.with_group_folds` with
@@ -120,6 +126,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         resumeFromCheckpoint: bool = False,
         solverOptions: dict[str, Any] | None = None,
         reuseBlocks: bool = True,
+        engine: str = defaults.ML_ENGINE,
     ):
         super().__init__()
         self.setParams(**self._input_kwargs)
@@ -204,7 +211,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     #: Params that decide what the blocks hold: fits may share an engine only when they agree
     #: (and when they start from a vector of the same length, which fixes the feature count).
     _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "weightCol", "groupWeightCol", "kernelPlacement",
-                    "numPartitions", "aggregationDepth")
+                    "numPartitions", "aggregationDepth", "engine")
 
     def _data_key(self, w0: np.ndarray | None) -> tuple:
         params = tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
@@ -236,14 +243,27 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     def _engine(self, dataset, w0: np.ndarray | None):
         from ..engines.backend import EngineSettings
-        from ..engines.registry import backend
+        from ..engines.registry import backend, engine_for, runs_in_process
         from ..io.sources import FrameSource
+        from .file_scan import file_source
+        from .local_fit import choose_fit_engine, collect_rows
 
+        frame = FrameSource(dataset, self._columns())
+        files = file_source(dataset, self._columns())  # a plain Parquet scan: its row groups, as the CLI
+        n_features = None if w0 is None else len(w0)
+        spark_only = [p.name for p in (self.numPartitions, self.aggregationDepth, self.kernelPlacement)
+                      if self.isSet(p)]
+        kind, reason = choose_fit_engine(self.getOrDefault(self.engine), frame, spark_only,
+                                         parquet_files=None if files is None else files.local_parquet_files())
+        log.info("LinearRanker: the %s engine (%s)", kind, reason)
+        if runs_in_process(kind):
+            rows = collect_rows(frame, n_features) if files is None else files.ranking_data(n_features=n_features)
+            return engine_for(rows)
         settings = EngineSettings(placement=self.getOrDefault(self.kernelPlacement),
                                   partitions=self._maybe(self.numPartitions),
                                   aggregation_depth=self._maybe(self.aggregationDepth))
-        return backend("spark", settings, session=dataset.sparkSession).engine(
-            FrameSource(dataset, self._columns()), None if w0 is None else len(w0))
+        source = frame if files is None else files
+        return backend(kind, settings, session=dataset.sparkSession).engine(source, n_features)
 
     def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:
         from ..app import CheckpointSettings, FitSettings, StartWeights, fit_on

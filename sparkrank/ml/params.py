@@ -129,6 +129,11 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         Params._dummy(), "reuseBlocks",
         "keep the blocks of the last fit for the next fit on the same input (CrossValidator over a Pipeline)",
         typeConverter=TypeConverters.toBoolean)
+    engine: Param[str] = Param(
+        Params._dummy(), "engine",
+        "where the fit runs: auto (in the driver when the rows fit it, as the command line's --engine auto; "
+        "else distributed), local (rows collected to the driver once, through Arrow), spark",
+        typeConverter=_choice("engine", ("auto", "local", "spark")))
     solverOptions: Param[dict] = Param(
         Params._dummy(), "solverOptions",
         "solver-specific options passed to train(solver_options=...), checked against the solver's registry entry",
@@ -141,7 +146,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
             weightCol="", groupWeightCol="",
             solver=defaults.SOLVER, counting=defaults.COUNTING, kernelPlacement=defaults.PLACEMENT,
             standardization=defaults.STANDARDIZATION, checkpointInterval=defaults.ML_CHECKPOINT_INTERVAL,
-            resumeFromCheckpoint=False, reuseBlocks=True,
+            resumeFromCheckpoint=False, reuseBlocks=True, engine=defaults.ML_ENGINE,
         )
 
     def _maybe(self, param: Param) -> Any:

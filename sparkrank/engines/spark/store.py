@@ -39,6 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ...defaults import LAYOUT
 from ...data.block import DROP_HINT, DataError, RankingData
 from ...data.groups import QueryGroups
 from ...io.spark.errors import UnsafeDirectoryError
@@ -293,8 +294,8 @@ def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_fea
     labels = _labels(table, label_col)
     qid = None if qid_col is None else _qids(table, qid_col)
     # a fixed-width array column stays dense rows (no column indices: half the bytes per pass)
-    X = table_to_csr(table, spec, None, dtype, "", max_features, layout="auto")
-    return RankingData.from_arrays(X, labels, qid, dtype=dtype, layout="auto")
+    X = table_to_csr(table, spec, None, dtype, "", max_features, layout=LAYOUT)
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, layout=LAYOUT)
 
 
 def fixed_width_error(refs, feature_type: str) -> str | None:

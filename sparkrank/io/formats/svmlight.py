@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...defaults import LAYOUT
 from ...data.block import DataError, RankingData
 from ...data.compression import decompressed, is_bzip2_name
 from .. import uri as U
@@ -52,7 +53,7 @@ class SvmlightFormat(Format):
         for entry in source.files:
             path = source.local_path(entry.path)
             # dense rows when they are smaller than CSR (LETOR text), so memory stays low
-            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout="auto")
+            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout=LAYOUT)
             if is_bzip2_name(path):
                 part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=U.display_name(path), **read)
             else:
@@ -68,7 +69,7 @@ class SvmlightFormat(Format):
             qid = None
         if source.where:
             X, labels, qid = _filter_arrays(X, labels, qid, source.where, f"{source.name}: ")
-        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
+        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout=LAYOUT)
 
     def data_shape(self, files, columns, itemsize):
         from ...data import memory

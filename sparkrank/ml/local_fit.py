@@ -1,0 +1,88 @@
+"""Where a ``LinearRanker`` fit runs (``engine``: ``auto``, ``local`` or ``spark``).
+
+The engines give the same model bit for bit (ARCHITECTURE.md), so where a fit runs is a
+question of speed only.  A DataFrame whose rows fit the driver -- the command line's
+``--engine auto`` budget, :func:`sparkrank.engines.registry.choose_frame_engine`, on the size
+the Spark engine's sizing estimates for the frame -- is collected once through Arrow (no pandas,
+no per-row objects) and decoded by the Spark blocks' own decoder
+(:func:`~sparkrank.engines.spark.store.decode_rows`) into one in-process block for the local
+engine; a larger one is trained distributed, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("sparkrank.ml")
+
+def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
+                      parquet_files: list[str] | None = None) -> tuple[str, str]:
+    """``(engine, reason)`` of a fit on ``source`` (a :class:`~sparkrank.io.sources.FrameSource`):
+    :func:`sparkrank.engines.registry.choose_frame_engine` on the frame's in-memory size as the
+    Spark engine's sizing estimates it (``parquet_files``: the local files a plain scan reads,
+    whose footers give the exact shape)."""
+    from ..engines.registry import choose_frame_engine
+
+    def frame_bytes() -> float | None:
+        import numpy as np
+
+        from .. import defaults
+        from ..engines.spark.sizing import input_shape
+        from ..io.spark.columns import feature_spec
+
+        df, cols = source.dataframe()
+        shape = input_shape(df, feature_spec(df, cols.features), np.dtype(defaults.DTYPE).itemsize,
+                            parquet_files, None)
+        if shape is not None:
+            return float(shape.feature_bytes())
+        return _counted_bytes(df, cols.features, np.dtype(defaults.DTYPE).itemsize)
+
+    return choose_frame_engine(requested, frame_bytes, spark_params)
+
+
+def _counted_bytes(df, features: str, itemsize: int) -> float | None:
+    """Dense bytes of ``df``'s rows when Spark has no size for its plan (a cached frame not yet
+    materialised): its row count times the width of its first row's features (two small jobs)."""
+    if features not in df.columns:
+        return None
+    first = df.select(features).first()
+    if first is None:
+        return 0.0
+    value = first[0]
+    width = getattr(value, "size", None) if not isinstance(value, (list, tuple)) else len(value)
+    if width is None:
+        return None
+    return float(df.count()) * int(width) * itemsize
+
+
+def collect_rows(source, n_features: int | None = None):
+    """The rows of ``source`` (a :class:`~sparkrank.io.sources.FrameSource`) as a checked
+    :class:`~sparkrank.data.block.RankingData` in this process, collected once as Arrow batches;
+    a bad row is one :class:`~sparkrank.data.block.DataError` naming the row."""
+    import pyarrow as pa
+
+    from .. import defaults
+    from ..data.arrow import RowError
+    from ..data.block import DataError, max_features_limit
+    from ..engines.spark.store import decode_rows
+    from ..io.spark.columns import feature_spec
+
+    df, cols = source.dataframe()
+    spec = feature_spec(df, cols.features)
+    qid_col = cols.qid if cols.qid in df.columns else None
+    names = [cols.label, *([qid_col] if qid_col else []), *spec.columns]
+    batches = df.select(*[f"`{n}`" for n in names])._collect_as_arrow()
+    schema = None if batches else _empty_schema(df.select(*[f"`{n}`" for n in names]))
+    table = pa.Table.from_batches(batches, schema=schema)
+    try:
+        data = decode_rows(table, cols.label, qid_col, spec, defaults.DTYPE, max_features_limit())
+    except RowError as exc:
+        raise DataError(f"{source.name}: row {exc.row + 1}: {exc.detail}") from None
+    return data if n_features is None else data.with_features(n_features)
+
+
+def _empty_schema(df):
+    """The Arrow schema of a DataFrame without rows (``_collect_as_arrow`` returns no batch)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema)
