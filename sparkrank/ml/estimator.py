@@ -82,6 +82,13 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         then builds them once per fold, not once per fold and param map
         (:mod:`sparkrank.ml.block_cache`).  ``sparkrank.ml.release_blocks()`` frees them.
 
+    warmStart : bool, default True
+        ``fitMultiple`` (what ``CrossValidator`` and ``TrainValidationSplit`` call with the
+        ranker as their estimator) trains the param maps that differ only in ``C`` or
+        ``regParam`` in ascending ``C`` on one engine per input, each from the previous
+        solution, as ``sparkrank tune`` does (:mod:`sparkrank.ml.warm_path`); ``False``: each
+        from zero.  A single ``fit`` never warm-starts.
+
     weightCol, groupWeightCol : str, default ""
         Row and group weight columns (:mod:`sparkrank.data.weights`): a pair ``(i, j)`` of group
         ``q`` weighs ``b_q·a_i·a_j``, the model of the data with integer weights repeated.  The
@@ -126,6 +133,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         resumeFromCheckpoint: bool = False,
         solverOptions: dict[str, Any] | None = None,
         reuseBlocks: bool = True,
+        warmStart: bool = True,
         engine: str = defaults.ML_ENGINE,
     ):
         super().__init__()
@@ -148,6 +156,12 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     def setGroupWeightCol(self, value: str) -> "LinearRanker":
         return self._set(groupWeightCol=value)
+
+    def setEngine(self, value: str) -> "LinearRanker":
+        return self._set(engine=value)
+
+    def setWarmStart(self, value: bool) -> "LinearRanker":
+        return self._set(warmStart=value)
 
     def setQidCol(self, value: str) -> "LinearRanker":
         return self._set(groupCol=value)
@@ -186,24 +200,31 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         return self._set(predictionCol=value)
 
     # -- fitting ---------------------------------------------------------------------------
-    def _fit(self, dataset) -> LinearRankerModel:
+    def _fit(self, dataset, warm: np.ndarray | None = None) -> LinearRankerModel:
+        """One fit; ``warm``: the previous solution on a C path (:mod:`sparkrank.ml.warm_path`),
+        the start when this fit has none of its own and its solver can start from weights."""
         w0 = self._checked_start(dataset)
         spec = self._columns()  # the columns the engine reads (checked to exist above)
         features = (spec.features,) if spec.features in dataset.columns else ("indices", "values")
         columns = (spec.label, *spec.group, *features)
         with BLOCKS.engine(dataset, self._data_key(w0), lambda: self._engine(dataset, w0),
                            keep=self.getOrDefault(self.reuseBlocks), columns=columns) as engine:
-            return self._train(engine, dataset.sparkSession, w0)
+            return self._train(engine, dataset.sparkSession, w0, warm)
 
     def fitMultiple(self, dataset, paramMaps):
-        """Fit one model per param map over one build of the blocks when the maps differ only in
-        solver settings (the usual ``C``/``regParam`` grid of ``CrossValidator``).
+        """Fit one model per param map over one build of the blocks, the maps that differ only in
+        ``C``/``regParam`` along the ascending C path with warm starts (``warmStart``;
+        :mod:`sparkrank.ml.warm_path`).
 
-        Returns a thread-safe iterator of ``(index, model)``; fits sharing blocks run one at a
-        time.  With ``reuseBlocks=False`` the blocks are still shared inside the grid and freed
-        after its last fit.
+        Returns a thread-safe iterator of ``(index, model)`` in path order; fits sharing blocks run
+        one at a time (``CrossValidator(parallelism>1)`` evaluates finished models meanwhile).
+        With ``reuseBlocks=False`` the blocks are still shared inside the grid and freed after its
+        last fit.
         """
-        fits = super(LinearRanker, self.copy({self.reuseBlocks: True})).fitMultiple(dataset, paramMaps)
+        from .warm_path import WarmPathFits
+
+        fits = WarmPathFits(self.copy({self.reuseBlocks: True}), dataset, paramMaps,
+                            warm=self.getOrDefault(self.warmStart))
         if self.getOrDefault(self.reuseBlocks):
             return fits
         return _ReleaseBlocksAfter(fits, len(paramMaps))
@@ -250,14 +271,15 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
         frame = FrameSource(dataset, self._columns())
         files = file_source(dataset, self._columns())  # a plain Parquet scan: its row groups, as the CLI
+        local_files = None if files is None else files.local_parquet_files()  # what this process can read
         n_features = None if w0 is None else len(w0)
         spark_only = [p.name for p in (self.numPartitions, self.aggregationDepth, self.kernelPlacement)
                       if self.isSet(p)]
         kind, reason = choose_fit_engine(self.getOrDefault(self.engine), frame, spark_only,
-                                         parquet_files=None if files is None else files.local_parquet_files())
+                                         parquet_files=local_files, collects=local_files is None)
         log.info("LinearRanker: the %s engine (%s)", kind, reason)
         if runs_in_process(kind):
-            rows = collect_rows(frame, n_features) if files is None else files.ranking_data(n_features=n_features)
+            rows = collect_rows(frame, n_features) if local_files is None else files.ranking_data(n_features=n_features)
             return engine_for(rows)
         settings = EngineSettings(placement=self.getOrDefault(self.kernelPlacement),
                                   partitions=self._maybe(self.numPartitions),
@@ -265,8 +287,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         source = frame if files is None else files
         return backend(kind, settings, session=dataset.sparkSession).engine(source, n_features)
 
-    def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:
+    def _train(self, engine, spark, w0: np.ndarray | None, warm: np.ndarray | None = None) -> LinearRankerModel:
         from ..app import CheckpointSettings, FitSettings, StartWeights, fit_on
+        from ..solvers.registry import solver_spec
 
         settings = FitSettings(
             solver=self.getSolver(), C=self._maybe(self.C), lam=self._maybe(self.regParam), tol=self._maybe(self.tol),
@@ -277,6 +300,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         checkpoints = CheckpointSettings(self._maybe(self.checkpointDir), self.getOrDefault(self.checkpointInterval),
                                          self._resumes(spark), solver_state=False, option="checkpointDir")
         start = None if w0 is None or checkpoints.resume else StartWeights(w0, "initialWeights")
+        if (start is None and not checkpoints.resume and warm is not None
+                and warm.shape[0] == engine.summary.n_features and solver_spec(settings.solver).warm_start):
+            start = StartWeights(warm, "the previous C's solution")
         return self._copyValues(LinearRankerModel(fit_on(engine, settings, start=start, checkpoints=checkpoints)))
 
     def _resumes(self, spark) -> bool:

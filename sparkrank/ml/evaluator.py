@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,8 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..choices import NDCG_DISCOUNTS, ZERO_IDCG_RULES, check_choice
+from .. import defaults
+from ..choices import ML_ENGINES, NDCG_DISCOUNTS, ZERO_IDCG_RULES, check_choice
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
@@ -20,6 +22,7 @@ from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
 #: ``metricName="ndcg"`` takes its cut-off from the ``k`` param.
 _NDCG_WITH_K = "ndcg"
 _SCORE = "__sparkrank_score"
+log = logging.getLogger("sparkrank.ml")
 
 
 def _metric_name(value):
@@ -75,6 +78,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
                                  typeConverter=_one_of("zeroIdcg", ZERO_IDCG_RULES))
+    engine: Param[str] = Param(Params._dummy(), "engine",
+                               "where the metrics run: auto (in the driver when the scored rows fit it, as "
+                               "LinearRanker's engine=auto), local (collected once through Arrow), spark",
+                               typeConverter=_one_of("engine", ML_ENGINES))
 
     @keyword_only
     def __init__(
@@ -87,10 +94,11 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         predictionCol: str = "prediction",
         ndcgDiscount: str = DEFAULT_NDCG_DISCOUNT,
         zeroIdcg: str = DEFAULT_ZERO_IDCG,
+        engine: str = defaults.ML_ENGINE,
     ):
         super().__init__()
         self._setDefault(metricName="ndcg@10", k=10, groupCol="qid", labelCol="label", predictionCol="prediction",
-                         ndcgDiscount=DEFAULT_NDCG_DISCOUNT, zeroIdcg=DEFAULT_ZERO_IDCG)
+                         ndcgDiscount=DEFAULT_NDCG_DISCOUNT, zeroIdcg=DEFAULT_ZERO_IDCG, engine=defaults.ML_ENGINE)
         self.setParams(**self._input_kwargs)
 
     def setParams(self, **kwargs: Any) -> "RankingEvaluator":
@@ -130,7 +138,6 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     def _evaluate(self, dataset) -> float:
         from pyspark.sql import functions as F
 
-        from ..engines.registry import make_engine
         from ..evaluation.kernel import MetricsKernel
         from ..io.sources import ColumnSpec, FrameSource
 
@@ -146,8 +153,21 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
         source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
         try:
-            engine = make_engine(source, "spark", spark=dataset.sparkSession, n_features=1)
+            engine = self._engine_over(source)
         except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
             raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
         with engine:
             return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])
+
+    def _engine_over(self, source):
+        """The engine the metrics run on, chosen as ``LinearRanker`` chooses (``engine``): scored
+        rows that fit the driver are collected once through Arrow (one Spark job) instead of
+        being shuffled into Spark blocks; both engines give the same metrics bit for bit."""
+        from ..engines.registry import engine_for, make_engine, runs_in_process
+        from .local_fit import choose_fit_engine, collect_rows
+
+        kind, reason = choose_fit_engine(self.getOrDefault(self.engine), source)
+        log.debug("RankingEvaluator: the %s engine (%s)", kind, reason)
+        if runs_in_process(kind):
+            return engine_for(collect_rows(source, 1))
+        return make_engine(source, kind, spark=source.df.sparkSession, n_features=1)

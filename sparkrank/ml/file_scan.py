@@ -34,7 +34,9 @@ def parquet_scan_files(df) -> list[str] | None:
         return None
     if len(lines) > 2 or (len(lines) == 2 and not _BARE_PROJECT.match(lines[0])):
         return None
-    return files
+    # in the command line's order (a directory's files sorted by path, io/fs.py), so that the
+    # rows, and the model bit for bit, are the command line's; Spark lists them in no order
+    return sorted(files)
 
 
 def file_source(df, columns):

@@ -16,12 +16,16 @@ import logging
 log = logging.getLogger("sparkrank.ml")
 
 def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
-                      parquet_files: list[str] | None = None) -> tuple[str, str]:
+                      parquet_files: list[str] | None = None, collects: bool = True) -> tuple[str, str]:
     """``(engine, reason)`` of a fit on ``source`` (a :class:`~sparkrank.io.sources.FrameSource`):
     :func:`sparkrank.engines.registry.choose_frame_engine` on the frame's in-memory size as the
     Spark engine's sizing estimates it (``parquet_files``: the local files a plain scan reads,
-    whose footers give the exact shape)."""
+    whose footers give the exact shape).  Rows that would be collected (``collects``: not read
+    from their files) must also pass the driver's JVM (``spark.driver.maxResultSize``, its heap),
+    else ``auto`` trains distributed."""
     from ..engines.registry import choose_frame_engine
+
+    sized: list[float | None] = []
 
     def frame_bytes() -> float | None:
         import numpy as np
@@ -33,11 +37,32 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
         df, cols = source.dataframe()
         shape = input_shape(df, feature_spec(df, cols.features), np.dtype(defaults.DTYPE).itemsize,
                             parquet_files, None)
-        if shape is not None:
-            return float(shape.feature_bytes())
-        return _counted_bytes(df, cols.features, np.dtype(defaults.DTYPE).itemsize)
+        nbytes = float(shape.feature_bytes()) if shape is not None else _counted_bytes(
+            df, cols.features, np.dtype(defaults.DTYPE).itemsize)
+        sized.append(nbytes)
+        return nbytes
 
-    return choose_frame_engine(requested, frame_bytes, spark_params)
+    kind, reason = choose_frame_engine(requested, frame_bytes, spark_params)
+    if kind == "local" and collects and sized and sized[0] is not None:
+        refusal = _driver_refusal(source.df, sized[0])
+        if refusal is not None:
+            return "spark", refusal
+    return kind, reason
+
+
+def _driver_refusal(df, nbytes: float) -> str | None:
+    """Why collecting ``nbytes`` of rows would fail in the driver's JVM, or ``None``."""
+    from ..data.memory import MemoryBudgetError, check_driver_results
+    from ..engines.spark.sizing import SessionMemory
+
+    sc = df.sparkSession.sparkContext
+    session = SessionMemory.of(sc, local=str(sc.master).startswith("local"))
+    try:
+        check_driver_results(int(nbytes), "collecting the rows to the driver", session.max_result_size,
+                             session.heap_bytes, session.driver_memory)
+    except MemoryBudgetError as exc:
+        return str(exc)
+    return None
 
 
 def _counted_bytes(df, features: str, itemsize: int) -> float | None:
@@ -57,26 +82,29 @@ def _counted_bytes(df, features: str, itemsize: int) -> float | None:
 
 def collect_rows(source, n_features: int | None = None):
     """The rows of ``source`` (a :class:`~sparkrank.io.sources.FrameSource`) as a checked
-    :class:`~sparkrank.data.block.RankingData` in this process, collected once as Arrow batches;
-    a bad row is one :class:`~sparkrank.data.block.DataError` naming the row."""
+    :class:`~sparkrank.data.block.RankingData` in this process, collected once as Arrow batches
+    (row and group weights too, when the source's columns name them); a bad row is one
+    :class:`~sparkrank.data.block.DataError` naming the row."""
     import pyarrow as pa
 
     from .. import defaults
     from ..data.arrow import RowError
     from ..data.block import DataError, max_features_limit
+    from ..data.weights import WeightError
     from ..engines.spark.store import decode_rows
     from ..io.spark.columns import feature_spec
 
     df, cols = source.dataframe()
     spec = feature_spec(df, cols.features)
     qid_col = cols.qid if cols.qid in df.columns else None
-    names = [cols.label, *([qid_col] if qid_col else []), *spec.columns]
-    batches = df.select(*[f"`{n}`" for n in names])._collect_as_arrow()
-    schema = None if batches else _empty_schema(df.select(*[f"`{n}`" for n in names]))
-    table = pa.Table.from_batches(batches, schema=schema)
+    weights = source.columns.weights
+    names = list(dict.fromkeys([cols.label, *([qid_col] if qid_col else []), *spec.columns, *weights.columns]))
+    selected = df.select(*[f"`{n}`" for n in names])
+    batches = selected._collect_as_arrow()
+    table = pa.Table.from_batches(batches, schema=None if batches else _empty_schema(selected))
     try:
-        data = decode_rows(table, cols.label, qid_col, spec, defaults.DTYPE, max_features_limit())
-    except RowError as exc:
+        data = decode_rows(table, cols.label, qid_col, spec, defaults.DTYPE, max_features_limit(), weights)
+    except (RowError, WeightError) as exc:
         raise DataError(f"{source.name}: row {exc.row + 1}: {exc.detail}") from None
     return data if n_features is None else data.with_features(n_features)
 
