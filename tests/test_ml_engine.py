@@ -53,6 +53,16 @@ def test_spark_only_params_keep_the_distributed_engine(frame, caplog):
     assert "the spark engine (numPartitions is set)" in caplog.text
 
 
+def test_auto_trains_distributed_when_the_rows_cannot_pass_the_drivers_jvm(frame):
+    from sparkrank.engines.registry import choose_frame_engine
+    from sparkrank.ml.local_fit import _driver_refusal
+
+    assert choose_frame_engine("auto", lambda: 1e3, (), lambda nbytes: "no room") == ("spark", "no room")
+    assert choose_frame_engine("auto", lambda: 1e3, (), lambda nbytes: None)[0] == "local"
+    assert _driver_refusal(frame, 1e3) is None
+    assert "spark.driver.maxResultSize" in _driver_refusal(frame, 64e9)  # 64 GB through the default 1g
+
+
 def test_engine_param_is_checked(frame):
     from sparkrank.ml import LinearRanker
 

@@ -195,12 +195,14 @@ def in_process_budget() -> float:
 
 
 def choose_frame_engine(requested: str, frame_bytes: Callable[[], float | None],
-                        spark_params: Sequence[str] = ()) -> tuple[str, str]:
+                        spark_params: Sequence[str] = (),
+                        refuse_collect: Callable[[float], str | None] | None = None) -> tuple[str, str]:
     """``(engine, reason)`` of a ``LinearRanker`` fit on a DataFrame (``engine=requested``;
     ``auto`` decides): Spark when a Spark-only param was set (``spark_params``: partitions,
-    placement, aggregation depth) or the frame's in-memory size (``frame_bytes()``, Spark's
-    estimate) is unknown or above :func:`in_process_budget`; otherwise the local engine on the
-    rows collected to the driver.  The engines give the same model bit for bit."""
+    placement, aggregation depth), when the frame's in-memory size (``frame_bytes()``, Spark's
+    estimate) is unknown or above :func:`in_process_budget`, or when ``refuse_collect(size)``
+    gives a reason the rows cannot be collected (the driver's JVM); otherwise the local engine on
+    the rows collected to the driver.  The engines give the same model bit for bit."""
     if requested != "auto":
         return requested, f"engine={requested}"
     if spark_params:
@@ -211,6 +213,9 @@ def choose_frame_engine(requested: str, frame_bytes: Callable[[], float | None],
     budget = in_process_budget()
     if need > budget:
         return "spark", f"~{need / 2**20:.0f} MB in memory, more than the driver's {budget / 2**20:.0f} MB"
+    refusal = None if refuse_collect is None else refuse_collect(need)
+    if refusal is not None:
+        return "spark", refusal
     return "local", f"~{need / 2**20:.1f} MB in memory fits the driver"
 
 

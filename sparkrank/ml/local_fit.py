@@ -25,8 +25,6 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
     else ``auto`` trains distributed."""
     from ..engines.registry import choose_frame_engine
 
-    sized: list[float | None] = []
-
     def frame_bytes() -> float | None:
         import numpy as np
 
@@ -37,17 +35,12 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
         df, cols = source.dataframe()
         shape = input_shape(df, feature_spec(df, cols.features), np.dtype(defaults.DTYPE).itemsize,
                             parquet_files, None)
-        nbytes = float(shape.feature_bytes()) if shape is not None else _counted_bytes(
-            df, cols.features, np.dtype(defaults.DTYPE).itemsize)
-        sized.append(nbytes)
-        return nbytes
+        if shape is not None:
+            return float(shape.feature_bytes())
+        return _counted_bytes(df, cols.features, np.dtype(defaults.DTYPE).itemsize)
 
-    kind, reason = choose_frame_engine(requested, frame_bytes, spark_params)
-    if kind == "local" and collects and sized and sized[0] is not None:
-        refusal = _driver_refusal(source.df, sized[0])
-        if refusal is not None:
-            return "spark", refusal
-    return kind, reason
+    refuse = (lambda nbytes: _driver_refusal(source.df, nbytes)) if collects else None
+    return choose_frame_engine(requested, frame_bytes, spark_params, refuse)
 
 
 def _driver_refusal(df, nbytes: float) -> str | None:
