@@ -1,9 +1,13 @@
 """LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
 
-Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame (through the
-Spark backend of :mod:`sparkrank.engines.registry`) and runs the fit use case of
-:mod:`sparkrank.app` on it, the command line's: start weights, checkpoints and the checks of a
-resumed fit (every setting and a fingerprint of the data) live there.
+Fitting builds an engine over the DataFrame -- in-process on its rows collected once, or on the
+files of a plain Parquet scan, when they fit the driver (``engine="auto"``,
+:mod:`sparkrank.ml.local_fit`, :mod:`sparkrank.ml.file_scan`), else a
+:class:`~sparkrank.engines.spark.SparkEngine` through the Spark backend of
+:mod:`sparkrank.engines.registry` -- and runs the fit use case of :mod:`sparkrank.app` on it, the
+command line's: start weights, checkpoints and the checks of a resumed fit (every setting and a
+fingerprint of the data) live there.  ``fitMultiple`` trains a C grid along its path with warm
+starts (:mod:`sparkrank.ml.warm_path`).
 """
 
 from __future__ import annotations

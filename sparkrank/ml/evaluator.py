@@ -51,8 +51,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     """Ranking quality of scored rows, evaluated per group (query) and pooled.
 
     The metrics are those of ``sparkrank evaluate`` and ``tune``, computed the same way: the
-    metrics kernel (:class:`sparkrank.evaluation.kernel.MetricsKernel`) on a Spark engine
-    whose one feature is the prediction (conventions from :mod:`sparkrank.conventions`).
+    metrics kernel (:class:`sparkrank.evaluation.kernel.MetricsKernel`) on an engine whose one
+    feature is the prediction (conventions from :mod:`sparkrank.conventions`): in-process on
+    the scored rows collected once when they fit the driver, else on Spark (``engine``, chosen
+    as ``LinearRanker`` chooses; the same value bit for bit).
     ``metricName`` takes either spelling of :mod:`sparkrank.evaluation.names`:
 
     * ``ndcg@K`` / ``ndcg`` (with ``k``): mean over groups of NDCG@K, gain ``2**y − 1``,
