@@ -194,3 +194,21 @@ def test_weight_columns_reach_the_in_process_fit(spark, frame):
     plain = LinearRanker(C=0.5, engine="local", reuseBlocks=False).fit(weighted)
     assert _bits(local) == _bits(distributed)
     assert _bits(local) != _bits(plain)
+
+
+def test_the_evaluator_scores_a_models_input_once_with_the_same_metric(spark, frame):
+    from sparkrank.ml import LinearRanker, RankingEvaluator, release_blocks
+    from sparkrank.ml.scored_rows import INPUTS, scored_by
+
+    model = LinearRanker(C=0.5, reuseBlocks=False).fit(frame)
+    assert scored_by(model.transform(frame)) is not None
+    assert scored_by(model.transform(frame).select("*")) is None  # another frame: scored on Spark
+    release_blocks()
+    before = INPUTS.collects
+    for metric in ("ndcg@10", "pairwise_accuracy", "mean_ndcg"):
+        in_driver = RankingEvaluator(metricName=metric).evaluate(model.transform(frame))
+        collected = RankingEvaluator(metricName=metric, engine="local").evaluate(model.transform(frame).select("*"))
+        distributed = RankingEvaluator(metricName=metric, engine="spark").evaluate(model.transform(frame))
+        assert float(in_driver).hex() == float(collected).hex() == float(distributed).hex(), metric
+    assert INPUTS.collects - before == 1  # the input's rows were collected once for all models
+    release_blocks()

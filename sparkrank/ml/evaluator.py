@@ -155,19 +155,30 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
         source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
         try:
-            engine = self._engine_over(source)
+            engine = self._engine_over(source, dataset, label, group)
         except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
             raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
         with engine:
             return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])
 
-    def _engine_over(self, source):
+    def _engine_over(self, source, dataset, label: str, group: tuple[str, ...]):
         """The engine the metrics run on, chosen as ``LinearRanker`` chooses (``engine``): scored
         rows that fit the driver are collected once through Arrow (one Spark job) instead of
-        being shuffled into Spark blocks; both engines give the same metrics bit for bit."""
+        being shuffled into Spark blocks -- and a frame ``LinearRankerModel.transform`` made is
+        scored here from its input, collected once per input (:mod:`sparkrank.ml.scored_rows`);
+        every way gives the same metrics bit for bit."""
         from ..engines.registry import engine_for, make_engine, runs_in_process
+        from ..io.sources import ColumnSpec, FrameSource
         from .local_fit import choose_fit_engine, collect_rows
+        from .scored_rows import scored_by, scored_data
 
+        by = scored_by(dataset)
+        if by is not None and by.prediction_col == self.getPredictionCol():
+            inputs = FrameSource(by.dataset, ColumnSpec(label, group, by.features_col))
+            kind, reason = choose_fit_engine(self.getOrDefault(self.engine), inputs)
+            if runs_in_process(kind):
+                log.debug("RankingEvaluator: scoring the model's input in the driver (%s)", reason)
+                return engine_for(scored_data(by, inputs, _SCORE))
         kind, reason = choose_fit_engine(self.getOrDefault(self.engine), source)
         log.debug("RankingEvaluator: the %s engine (%s)", kind, reason)
         if runs_in_process(kind):

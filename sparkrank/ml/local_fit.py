@@ -26,6 +26,13 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
     from ..engines.registry import choose_frame_engine
 
     def frame_bytes() -> float | None:
+        if _SIZED and _SIZED[0] is source.df:  # the same DataFrame again (every evaluation of a fold)
+            return _SIZED[1]
+        nbytes = _frame_bytes()
+        _SIZED[:] = [source.df, nbytes]
+        return nbytes
+
+    def _frame_bytes() -> float | None:
         import numpy as np
 
         from .. import defaults
@@ -41,6 +48,10 @@ def choose_fit_engine(requested: str, source, spark_params: list[str] = (),
 
     refuse = (lambda nbytes: _driver_refusal(source.df, nbytes)) if collects else None
     return choose_frame_engine(requested, frame_bytes, spark_params, refuse)
+
+
+#: The last DataFrame sized and its size: ``[frame, bytes]`` (sizing may cost two small jobs).
+_SIZED: list = []
 
 
 def _driver_refusal(df, nbytes: float) -> str | None:
@@ -78,13 +89,6 @@ def collect_rows(source, n_features: int | None = None):
     :class:`~sparkrank.data.block.RankingData` in this process, collected once as Arrow batches
     (row and group weights too, when the source's columns name them); a bad row is one
     :class:`~sparkrank.data.block.DataError` naming the row."""
-    import pyarrow as pa
-
-    from .. import defaults
-    from ..data.arrow import RowError
-    from ..data.block import DataError, max_features_limit
-    from ..data.weights import WeightError
-    from ..engines.spark.store import decode_rows
     from ..io.spark.columns import feature_spec
 
     df, cols = source.dataframe()
@@ -92,14 +96,32 @@ def collect_rows(source, n_features: int | None = None):
     qid_col = cols.qid if cols.qid in df.columns else None
     weights = source.columns.weights
     names = list(dict.fromkeys([cols.label, *([qid_col] if qid_col else []), *spec.columns, *weights.columns]))
+    data = decode_collected(collect_table(df, names), cols.label, qid_col, spec, weights, source.name)
+    return data if n_features is None else data.with_features(n_features)
+
+
+def collect_table(df, names: list[str]):
+    """The columns ``names`` of ``df`` as one Arrow table in this process (one Spark job)."""
+    import pyarrow as pa
+
     selected = df.select(*[f"`{n}`" for n in names])
     batches = selected._collect_as_arrow()
-    table = pa.Table.from_batches(batches, schema=None if batches else _empty_schema(selected))
+    return pa.Table.from_batches(batches, schema=None if batches else _empty_schema(selected))
+
+
+def decode_collected(table, label_col: str, qid_col: str | None, spec, weights, name: str):
+    """Collected rows as a checked :class:`~sparkrank.data.block.RankingData` (the Spark blocks'
+    decoder); a bad row is one :class:`~sparkrank.data.block.DataError` naming ``name`` and the row."""
+    from .. import defaults
+    from ..data.arrow import RowError
+    from ..data.block import DataError, max_features_limit
+    from ..data.weights import WeightError
+    from ..engines.spark.store import decode_rows
+
     try:
-        data = decode_rows(table, cols.label, qid_col, spec, defaults.DTYPE, max_features_limit(), weights)
+        return decode_rows(table, label_col, qid_col, spec, defaults.DTYPE, max_features_limit(), weights)
     except (RowError, WeightError) as exc:
-        raise DataError(f"{source.name}: row {exc.row + 1}: {exc.detail}") from None
-    return data if n_features is None else data.with_features(n_features)
+        raise DataError(f"{name}: row {exc.row + 1}: {exc.detail}") from None
 
 
 def _empty_schema(df):

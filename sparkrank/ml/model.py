@@ -148,9 +148,12 @@ class LinearRankerModel(Model, LinearRankerParams, MLWritable, MLReadable):
 
     def _transform(self, dataset):
         from ..engines.spark.scoring import predict_dataframe
+        from .scored_rows import remember
 
-        return predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
-                                 score_col=self.getPredictionCol(), keep_features=True)
+        scored = predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
+                                   score_col=self.getPredictionCol(), keep_features=True)
+        # RankingEvaluator may score the input in the driver instead (sparkrank.ml.scored_rows)
+        return remember(scored, self.rankingModel, dataset, self.getFeaturesCol(), self.getPredictionCol())
 
     def write(self) -> MLWriter:
         return _LinearRankerModelWriter(self)
