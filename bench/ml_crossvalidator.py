@@ -23,8 +23,9 @@ as ``label, qid, f1..f46`` (the docs examples' layout), it times:
 
 ``tune`` has no ``--standardization``, so it trains on the raw columns (on MQ2008 TRON needs
 more iterations there than on standardized ones: the CrossValidator rows do somewhat less solver
-work; their overhead is Spark's, one job per fold's rows and one per evaluation).  Prints the
-table and each row's ratio to tune (issue 38's target: at most 2x) and writes
+work; their overhead is Spark's: CrossValidator's fold jobs, one job per fold's training and
+validation rows).  Prints the table and each row's ratio to tune (issue 38's target: at most 2x)
+and writes
 ``bench/results/ml_crossvalidator_p<parallelism>.json``.  numba's cache and the session's Python
 workers are warmed first (not timed); the rows then run interleaved ``--repeat`` times and each
 reports its best, because the machine is shared: the ratio is steadier than the seconds.

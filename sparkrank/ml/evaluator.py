@@ -138,10 +138,8 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         return name, metric_cutoff(name) or 1
 
     def _evaluate(self, dataset) -> float:
-        from pyspark.sql import functions as F
-
         from ..evaluation.kernel import MetricsKernel
-        from ..io.sources import ColumnSpec, FrameSource
+        from ..io.sources import ColumnSpec
 
         label, score = self.getLabelCol(), self.getPredictionCol()
         group = ColumnSpec.parse_group(self.getGroupCol())
@@ -150,37 +148,38 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
                 raise DataError(f"RankingEvaluator: no {what} column {col!r}; columns are {', '.join(dataset.columns)}")
         name, k = self._metric()
         kernel = MetricsKernel((k,), self.getOrDefault(self.ndcgDiscount), self.getOrDefault(self.zeroIdcg))
-        # the prediction as the only feature and weight 1: the engine's scores are the predictions
-        # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
-        scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
-        source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
         try:
-            engine = self._engine_over(source, dataset, label, group)
+            engine = self._engine_over(dataset, label, group, score)
         except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
             raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
         with engine:
             return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])
 
-    def _engine_over(self, source, dataset, label: str, group: tuple[str, ...]):
+    def _engine_over(self, dataset, label: str, group: tuple[str, ...], score: str):
         """The engine the metrics run on, chosen as ``LinearRanker`` chooses (``engine``): scored
         rows that fit the driver are collected once through Arrow (one Spark job) instead of
         being shuffled into Spark blocks -- and a frame ``LinearRankerModel.transform`` made is
         scored here from its input, collected once per input (:mod:`sparkrank.ml.scored_rows`);
         every way gives the same metrics bit for bit."""
+        from pyspark.sql import functions as F
+
         from ..engines.registry import engine_for, make_engine, runs_in_process
         from ..io.sources import ColumnSpec, FrameSource
         from .local_fit import choose_fit_engine, collect_rows
         from .scored_rows import scored_by, scored_data
 
+        requested = self.getOrDefault(self.engine)
         by = scored_by(dataset)
-        if by is not None and by.prediction_col == self.getPredictionCol():
-            inputs = FrameSource(by.dataset, ColumnSpec(label, group, by.features_col))
-            kind, reason = choose_fit_engine(self.getOrDefault(self.engine), inputs)
-            if runs_in_process(kind):
-                log.debug("RankingEvaluator: scoring the model's input in the driver (%s)", reason)
-                return engine_for(scored_data(by, inputs, _SCORE))
-        kind, reason = choose_fit_engine(self.getOrDefault(self.engine), source)
+        if by is not None and by.prediction_col == score:
+            data = scored_data(by, label, group, requested, _SCORE)
+            if data is not None:
+                return engine_for(data)
+        # the prediction as the only feature and weight 1: the engine's scores are the predictions
+        # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
+        scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
+        source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
+        kind, reason = choose_fit_engine(requested, source)
         log.debug("RankingEvaluator: the %s engine (%s)", kind, reason)
         if runs_in_process(kind):
             return engine_for(collect_rows(source, 1))
-        return make_engine(source, kind, spark=source.df.sparkSession, n_features=1)
+        return make_engine(source, kind, spark=dataset.sparkSession, n_features=1)
