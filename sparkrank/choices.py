@@ -36,6 +36,9 @@ FEATURE_LAYOUTS: tuple[str, ...] = ("auto", "sparse", "dense")
 
 #: Where the Spark engine runs the score-space kernel (docs/design.md §2).
 PLACEMENTS: tuple[str, ...] = ("auto", "executor", "driver", "range")
+#: Where a ``LinearRanker`` fit or a ``RankingEvaluator`` runs (``auto``: in the driver when the
+#: rows fit it; :mod:`sparkrank.ml.local_fit`).
+ML_ENGINES: tuple[str, ...] = ("auto", "local", "spark")
 
 #: NDCG discount conventions and zero-IDCG rules (:mod:`sparkrank.conventions`).
 NDCG_DISCOUNTS: tuple[str, ...] = ("letor", "yahoo")

@@ -9,6 +9,8 @@ Solver tolerances, iteration caps, default C and tune metric are each solver's o
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 #: The optimiser (a name in the solver registry).
@@ -27,8 +29,12 @@ DTYPE_NAME = "float64"
 #: In-memory layout of feature rows (:data:`sparkrank.choices.FEATURE_LAYOUTS`): dense rows when
 #: they take no more memory than CSR.
 LAYOUT = "auto"
-#: Threads of the local engine: ``None`` is every core.
+#: Threads of the local engine and of the SVMlight parser: ``None`` is every core
+#: (:func:`threads_or_default`); the model and the parsed rows are the same for any number.
 THREADS: int | None = None
+#: Where a ``LinearRanker`` fit runs (``auto``: in the driver when the rows fit it, as
+#: ``--engine auto`` decides for the command line; the engines give the same model).
+ML_ENGINE = "auto"
 #: Where the Spark engine runs the score-space kernel (:data:`sparkrank.choices.PLACEMENTS`).
 PLACEMENT = "auto"
 #: Checkpoints: every this many accepted solver iterations (command line; ``LinearRanker``'s
@@ -37,3 +43,20 @@ CHECKPOINT_INTERVAL = 1
 ML_CHECKPOINT_INTERVAL = 10
 #: NDCG cut-offs ``evaluate`` reports.
 NDCG_CUTOFFS = (1, 3, 5, 10)
+
+
+def available_cores() -> int:
+    """The cores this process may use (``sched_getaffinity``; ``cpu_count`` elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def threads_or_default(threads: int | None) -> int:
+    """``threads`` as a positive int; ``None`` (:data:`THREADS`) is :func:`available_cores`."""
+    if threads is None:
+        return available_cores()
+    if int(threads) != threads or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return int(threads)

@@ -242,7 +242,7 @@ def test_fit_multiple_over_a_c_grid_builds_the_blocks_once(spark, df, local_data
     built = []
     original = LinearRanker._engine
     monkeypatch.setattr(LinearRanker, "_engine", lambda self, *a: built.append(1) or original(self, *a))
-    ranker = LinearRanker(maxIter=2)
+    ranker = LinearRanker(maxIter=2, warmStart=False)  # each C from zero (warm starts: test_ml_warm_path.py)
     cs = [0.01, 1.0]
     models = dict(ranker.fitMultiple(df, [{ranker.C: c} for c in cs]))
     assert len(built) == 1

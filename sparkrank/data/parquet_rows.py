@@ -36,6 +36,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
+from ..defaults import LAYOUT
 from .arrow import FeatureSpec, group_id_array, label_array
 from .block import DROP_HINT, INVALID_ROWS, RankingData, max_features_limit
 from .row_fill import BAD_ROW, MAX_COLUMN, NNZ, fill_sparse_rows, narrow_rows
@@ -133,7 +134,7 @@ def _read(dataset, columns, flt, filter_columns, n_features, stored_n_features, 
     if m < m_upper:
         labels.resize(m, refcheck=False)
     data = RankingData.from_arrays(X, labels, None if ids is None else ids.finish(m), dtype=dtype,
-                                   n_features=n_features, layout="auto")
+                                   n_features=n_features, layout=LAYOUT)
     if dropped:  # as ranking_data_from_table logs it (here only once the rows are known to be good)
         log.warning("%sdropped %d of %d %s", where, dropped, seen, INVALID_ROWS)
     return data

@@ -13,6 +13,7 @@ import logging
 import numpy as np
 import pyarrow as pa
 
+from ..defaults import LAYOUT
 from .arrow import FeatureSpec, RowError, group_id_array, label_array, table_to_csr, value_detail
 from .block import DROP_HINT, INVALID_ROWS, DataError, RankingData
 
@@ -55,13 +56,13 @@ def ranking_data_from_table(
             X = _named_columns_to_dense(table, columns.feature_cols, dtype, where)
         else:
             spec = FeatureSpec.detect(table.column_names, columns.features)
-            X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where, layout="auto")
+            X = table_to_csr(table, spec, n_features or stored_n_features, dtype, where, layout=LAYOUT)
     except RowError as exc:
         if kept is None:
             raise
         # the row of the table as given, not of the rows kept (the caller names it in its file)
         raise RowError(where, int(kept[exc.row]), exc.detail) from None
-    return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto")
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout=LAYOUT)
 
 
 def _named_columns_to_dense(table: pa.Table, names, dtype, where: str) -> np.ndarray:

@@ -322,7 +322,7 @@ class InProcessBackend(Backend):
 
     @classmethod
     def read(cls, source, *, n_features: int | None = None, dtype: type = defaults.DTYPE,
-             drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
+             drop_invalid_rows: bool = False, threads: int | None = defaults.THREADS) -> RankingData:
         """``source``'s rows (a ``RankingData`` as it is, or widened to ``n_features``)."""
         if isinstance(source, RankingData):
             return source if n_features is None else source.with_features(n_features)

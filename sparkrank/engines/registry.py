@@ -34,9 +34,9 @@ import importlib
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from .backend import Backend, EngineRows, EngineSettings, Rows
+from .backend import Backend, EngineRows, EngineSettings, InProcessBackend, Rows
 from .base import Engine
 
 log = logging.getLogger("sparkrank")
@@ -179,13 +179,49 @@ def choose_engine(requested: str, uris: list[str], *, master: str | None = None,
         if not locally_supported(where):
             return "spark", "the filter is Spark SQL beyond the --where grammar"
     size, expanded = _local_footprint(uris)
-    budget = LOCAL_MEMORY_FRACTION * _available_memory()
+    budget = in_process_budget()
     if expanded > budget:
         return "spark", (f"input is {size / 2**20:.0f} MB on disk, ~{expanded / 2**30:.1f} GB in memory, "
                          f"more than {LOCAL_MEMORY_FRACTION:.0%} of the {budget / LOCAL_MEMORY_FRACTION / 2**30:.1f} "
                          "GB available")
     return "local", (f"input is local, {size / 2**20:.1f} MB on disk (~{expanded / 2**20:.1f} MB in memory) fits "
                      "in memory")
+
+
+def in_process_budget() -> float:
+    """Bytes of rows read in-process under ``--engine auto`` (and ``LinearRanker(engine="auto")``):
+    :data:`LOCAL_MEMORY_FRACTION` of the memory available now."""
+    return LOCAL_MEMORY_FRACTION * _available_memory()
+
+
+def choose_frame_engine(requested: str, frame_bytes: Callable[[], float | None],
+                        spark_params: Sequence[str] = (),
+                        refuse_collect: Callable[[float], str | None] | None = None) -> tuple[str, str]:
+    """``(engine, reason)`` of a ``LinearRanker`` fit on a DataFrame (``engine=requested``;
+    ``auto`` decides): Spark when a Spark-only param was set (``spark_params``: partitions,
+    placement, aggregation depth), when the frame's in-memory size (``frame_bytes()``, Spark's
+    estimate) is unknown or above :func:`in_process_budget`, or when ``refuse_collect(size)``
+    gives a reason the rows cannot be collected (the driver's JVM); otherwise the local engine on
+    the rows collected to the driver.  The engines give the same model bit for bit."""
+    if requested != "auto":
+        return requested, f"engine={requested}"
+    if spark_params:
+        return "spark", f"{spark_params[0]} is set"
+    need = frame_bytes()
+    if need is None:
+        return "spark", "the DataFrame's size is unknown"
+    budget = in_process_budget()
+    if need > budget:
+        return "spark", f"~{need / 2**20:.0f} MB in memory, more than the driver's {budget / 2**20:.0f} MB"
+    refusal = None if refuse_collect is None else refuse_collect(need)
+    if refusal is not None:
+        return "spark", refusal
+    return "local", f"~{need / 2**20:.1f} MB in memory fits the driver"
+
+
+def runs_in_process(kind: str) -> bool:
+    """Whether the ``kind`` engine trains on rows in this process (its backend reads them here)."""
+    return issubclass(_entry(kind).load(), InProcessBackend)
 
 
 def _local_footprint(uris: list[str]) -> tuple[int, float]:

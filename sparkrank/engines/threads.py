@@ -20,7 +20,6 @@ group's kernel output depends only on that group.
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,24 +27,19 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from ..defaults import available_cores, threads_or_default
+
 T = TypeVar("T")
 
 
 def default_threads() -> int:
-    """The cores this process may use (``sched_getaffinity``; ``cpu_count`` elsewhere)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may use (:func:`sparkrank.defaults.available_cores`)."""
+    return available_cores()
 
 
 def check_threads(threads: int | None) -> int:
     """``threads`` as a positive int (``None``: :func:`default_threads`)."""
-    if threads is None:
-        return default_threads()
-    if int(threads) != threads or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    return int(threads)
+    return threads_or_default(threads)
 
 
 def balanced_cuts(weights_cumsum: np.ndarray, parts: int) -> np.ndarray:

@@ -32,7 +32,7 @@ from typing import Sequence
 
 from ..data.block import DataError, RankingData
 from ..data.weights import WeightColumns
-from ..defaults import DTYPE
+from ..defaults import DTYPE, THREADS
 from . import uri as U
 from .formats.base import Format
 from .formats.registry import FORMATS, get_format, format_by_magic, format_by_suffix
@@ -178,7 +178,7 @@ class Source:
 
     # -- in-process ---------------------------------------------------------------------------
     def ranking_data(self, *, n_features: int | None = None, dtype: type = DTYPE,
-                     drop_invalid_rows: bool = False, threads: int = 1) -> RankingData:
+                     drop_invalid_rows: bool = False, threads: int | None = THREADS) -> RankingData:
         """The rows as a :class:`RankingData` (read in this process; local paths only; SVMlight
         text is parsed on ``threads`` threads)."""
         if self.format.local and self.where_sql:

@@ -153,5 +153,9 @@ atexit.register(BLOCKS.release)
 
 
 def release_blocks() -> None:
-    """Free the blocks ``LinearRanker`` keeps from its last fit (executor memory and files)."""
+    """Free the blocks ``LinearRanker`` keeps from its last fit (executor memory and files) and
+    the rows ``RankingEvaluator`` keeps of the last scored input (:mod:`sparkrank.ml.scored_rows`)."""
+    from .scored_rows import INPUTS
+
     BLOCKS.release()
+    INPUTS.release()

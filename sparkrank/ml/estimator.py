@@ -1,9 +1,13 @@
 """LinearRanker: sparkrank's exact linear rankers as a pyspark.ml Estimator.
 
-Fitting builds a :class:`~sparkrank.engines.spark.SparkEngine` over the DataFrame (through the
-Spark backend of :mod:`sparkrank.engines.registry`) and runs the fit use case of
-:mod:`sparkrank.app` on it, the command line's: start weights, checkpoints and the checks of a
-resumed fit (every setting and a fingerprint of the data) live there.
+Fitting builds an engine over the DataFrame -- in-process on its rows collected once, or on the
+files of a plain Parquet scan, when they fit the driver (``engine="auto"``,
+:mod:`sparkrank.ml.local_fit`, :mod:`sparkrank.ml.file_scan`), else a
+:class:`~sparkrank.engines.spark.SparkEngine` through the Spark backend of
+:mod:`sparkrank.engines.registry` -- and runs the fit use case of :mod:`sparkrank.app` on it, the
+command line's: start weights, checkpoints and the checks of a resumed fit (every setting and a
+fingerprint of the data) live there.  ``fitMultiple`` trains a C grid along its path with warm
+starts (:mod:`sparkrank.ml.warm_path`).
 """
 
 from __future__ import annotations
@@ -82,10 +86,23 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         then builds them once per fold, not once per fold and param map
         (:mod:`sparkrank.ml.block_cache`).  ``sparkrank.ml.release_blocks()`` frees them.
 
+    warmStart : bool, default True
+        ``fitMultiple`` (what ``CrossValidator`` and ``TrainValidationSplit`` call with the
+        ranker as their estimator) trains the param maps that differ only in ``C`` or
+        ``regParam`` in ascending ``C`` on one engine per input, each from the previous
+        solution, as ``sparkrank tune`` does (:mod:`sparkrank.ml.warm_path`); ``False``: each
+        from zero.  A single ``fit`` never warm-starts.
+
     weightCol, groupWeightCol : str, default ""
         Row and group weight columns (:mod:`sparkrank.data.weights`): a pair ``(i, j)`` of group
         ``q`` weighs ``b_q·a_i·a_j``, the model of the data with integer weights repeated.  The
         model does not need them to score.
+
+    engine : {"auto", "local", "spark"}, default "auto"
+        Where the fit runs.  ``auto``: in the driver when the rows fit it (the command line's
+        ``--engine auto`` rule on Spark's size estimate of the DataFrame), else distributed;
+        ``local``: the rows are collected to the driver once, as Arrow batches, and trained on
+        every core there; ``spark``: distributed blocks.  The model is the same bit for bit.
 
     Notes
     -----
@@ -120,6 +137,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         resumeFromCheckpoint: bool = False,
         solverOptions: dict[str, Any] | None = None,
         reuseBlocks: bool = True,
+        warmStart: bool = True,
+        engine: str = defaults.ML_ENGINE,
     ):
         super().__init__()
         self.setParams(**self._input_kwargs)
@@ -141,6 +160,12 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     def setGroupWeightCol(self, value: str) -> "LinearRanker":
         return self._set(groupWeightCol=value)
+
+    def setEngine(self, value: str) -> "LinearRanker":
+        return self._set(engine=value)
+
+    def setWarmStart(self, value: bool) -> "LinearRanker":
+        return self._set(warmStart=value)
 
     def setQidCol(self, value: str) -> "LinearRanker":
         return self._set(groupCol=value)
@@ -179,7 +204,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         return self._set(predictionCol=value)
 
     # -- fitting ---------------------------------------------------------------------------
-    def _fit(self, dataset) -> LinearRankerModel:
+    def _fit(self, dataset, warm: np.ndarray | None = None) -> LinearRankerModel:
+        """One fit; ``warm``: the previous solution on a C path (:mod:`sparkrank.ml.warm_path`),
+        the start when this fit has none of its own and its solver can start from weights."""
         from ..io.spark.executors import prepare_executors
 
         w0 = self._checked_start(dataset)
@@ -189,17 +216,22 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         columns = (spec.label, *spec.group, *features)
         with BLOCKS.engine(dataset, self._data_key(w0), lambda: self._engine(dataset, w0),
                            keep=self.getOrDefault(self.reuseBlocks), columns=columns) as engine:
-            return self._train(engine, dataset.sparkSession, w0)
+            return self._train(engine, dataset.sparkSession, w0, warm)
 
     def fitMultiple(self, dataset, paramMaps):
-        """Fit one model per param map over one build of the blocks when the maps differ only in
-        solver settings (the usual ``C``/``regParam`` grid of ``CrossValidator``).
+        """Fit one model per param map over one build of the blocks, the maps that differ only in
+        ``C``/``regParam`` along the ascending C path with warm starts (``warmStart``;
+        :mod:`sparkrank.ml.warm_path`).
 
-        Returns a thread-safe iterator of ``(index, model)``; fits sharing blocks run one at a
-        time.  With ``reuseBlocks=False`` the blocks are still shared inside the grid and freed
-        after its last fit.
+        Returns a thread-safe iterator of ``(index, model)`` in path order; fits sharing blocks run
+        one at a time (``CrossValidator(parallelism>1)`` evaluates finished models meanwhile).
+        With ``reuseBlocks=False`` the blocks are still shared inside the grid and freed after its
+        last fit.
         """
-        fits = super(LinearRanker, self.copy({self.reuseBlocks: True})).fitMultiple(dataset, paramMaps)
+        from .warm_path import WarmPathFits
+
+        fits = WarmPathFits(self.copy({self.reuseBlocks: True}), dataset, paramMaps,
+                            warm=self.getOrDefault(self.warmStart))
         if self.getOrDefault(self.reuseBlocks):
             return fits
         return _ReleaseBlocksAfter(fits, len(paramMaps))
@@ -207,7 +239,7 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     #: Params that decide what the blocks hold: fits may share an engine only when they agree
     #: (and when they start from a vector of the same length, which fixes the feature count).
     _DATA_PARAMS = ("featuresCol", "labelCol", "groupCol", "weightCol", "groupWeightCol", "kernelPlacement",
-                    "numPartitions", "aggregationDepth")
+                    "numPartitions", "aggregationDepth", "engine")
 
     def _data_key(self, w0: np.ndarray | None) -> tuple:
         params = tuple(repr(self._maybe(self.getParam(name))) for name in self._DATA_PARAMS)
@@ -239,17 +271,32 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
 
     def _engine(self, dataset, w0: np.ndarray | None):
         from ..engines.backend import EngineSettings
-        from ..engines.registry import backend
+        from ..engines.registry import backend, engine_for, runs_in_process
         from ..io.sources import FrameSource
+        from .file_scan import file_source
+        from .local_fit import choose_fit_engine, collect_rows
 
+        frame = FrameSource(dataset, self._columns())
+        files = file_source(dataset, self._columns())  # a plain Parquet scan: its row groups, as the CLI
+        local_files = None if files is None else files.local_parquet_files()  # what this process can read
+        n_features = None if w0 is None else len(w0)
+        spark_only = [p.name for p in (self.numPartitions, self.aggregationDepth, self.kernelPlacement)
+                      if self.isSet(p)]
+        kind, reason = choose_fit_engine(self.getOrDefault(self.engine), frame, spark_only,
+                                         parquet_files=local_files, collects=local_files is None)
+        log.info("LinearRanker: the %s engine (%s)", kind, reason)
+        if runs_in_process(kind):
+            rows = collect_rows(frame, n_features) if local_files is None else files.ranking_data(n_features=n_features)
+            return engine_for(rows)
         settings = EngineSettings(placement=self.getOrDefault(self.kernelPlacement),
                                   partitions=self._maybe(self.numPartitions),
                                   aggregation_depth=self._maybe(self.aggregationDepth))
-        return backend("spark", settings, session=dataset.sparkSession).engine(
-            FrameSource(dataset, self._columns()), None if w0 is None else len(w0))
+        source = frame if files is None else files
+        return backend(kind, settings, session=dataset.sparkSession).engine(source, n_features)
 
-    def _train(self, engine, spark, w0: np.ndarray | None) -> LinearRankerModel:
+    def _train(self, engine, spark, w0: np.ndarray | None, warm: np.ndarray | None = None) -> LinearRankerModel:
         from ..app import CheckpointSettings, FitSettings, StartWeights, fit_on
+        from ..solvers.registry import solver_spec
 
         settings = FitSettings(
             solver=self.getSolver(), C=self._maybe(self.C), lam=self._maybe(self.regParam), tol=self._maybe(self.tol),
@@ -260,6 +307,9 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         checkpoints = CheckpointSettings(self._maybe(self.checkpointDir), self.getOrDefault(self.checkpointInterval),
                                          self._resumes(spark), solver_state=False, option="checkpointDir")
         start = None if w0 is None or checkpoints.resume else StartWeights(w0, "initialWeights")
+        if (start is None and not checkpoints.resume and warm is not None
+                and warm.shape[0] == engine.summary.n_features and solver_spec(settings.solver).warm_start):
+            start = StartWeights(warm, "the previous C's solution")
         return self._copyValues(LinearRankerModel(fit_on(engine, settings, start=start, checkpoints=checkpoints)))
 
     def _resumes(self, spark) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,8 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasLabelCol, HasPredictionCol
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 
-from ..choices import NDCG_DISCOUNTS, ZERO_IDCG_RULES, check_choice
+from .. import defaults
+from ..choices import ML_ENGINES, NDCG_DISCOUNTS, ZERO_IDCG_RULES, check_choice
 from ..conventions import DEFAULT_NDCG_DISCOUNT, DEFAULT_ZERO_IDCG
 from ..data.block import DataError
 from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
@@ -20,6 +22,7 @@ from ..evaluation.names import METRICS_HELP, canonical_metric, metric_cutoff
 #: ``metricName="ndcg"`` takes its cut-off from the ``k`` param.
 _NDCG_WITH_K = "ndcg"
 _SCORE = "__sparkrank_score"
+log = logging.getLogger("sparkrank.ml")
 
 
 def _metric_name(value):
@@ -48,8 +51,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     """Ranking quality of scored rows, evaluated per group (query) and pooled.
 
     The metrics are those of ``sparkrank evaluate`` and ``tune``, computed the same way: the
-    metrics kernel (:class:`sparkrank.evaluation.kernel.MetricsKernel`) on a Spark engine
-    whose one feature is the prediction (conventions from :mod:`sparkrank.conventions`).
+    metrics kernel (:class:`sparkrank.evaluation.kernel.MetricsKernel`) on an engine whose one
+    feature is the prediction (conventions from :mod:`sparkrank.conventions`): in-process on
+    the scored rows collected once when they fit the driver, else on Spark (``engine``, chosen
+    as ``LinearRanker`` chooses; the same value bit for bit).
     ``metricName`` takes either spelling of :mod:`sparkrank.evaluation.names`:
 
     * ``ndcg@K`` / ``ndcg`` (with ``k``): mean over groups of NDCG@K, gain ``2**y − 1``,
@@ -75,6 +80,10 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
     zeroIdcg: Param[str] = Param(Params._dummy(), "zeroIdcg",
                                  "NDCG of a group with zero ideal DCG: zero, one, or skip (left out of the mean)",
                                  typeConverter=_one_of("zeroIdcg", ZERO_IDCG_RULES))
+    engine: Param[str] = Param(Params._dummy(), "engine",
+                               "where the metrics run: auto (in the driver when the scored rows fit it, as "
+                               "LinearRanker's engine=auto), local (collected once through Arrow), spark",
+                               typeConverter=_one_of("engine", ML_ENGINES))
 
     @keyword_only
     def __init__(
@@ -87,10 +96,11 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         predictionCol: str = "prediction",
         ndcgDiscount: str = DEFAULT_NDCG_DISCOUNT,
         zeroIdcg: str = DEFAULT_ZERO_IDCG,
+        engine: str = defaults.ML_ENGINE,
     ):
         super().__init__()
         self._setDefault(metricName="ndcg@10", k=10, groupCol="qid", labelCol="label", predictionCol="prediction",
-                         ndcgDiscount=DEFAULT_NDCG_DISCOUNT, zeroIdcg=DEFAULT_ZERO_IDCG)
+                         ndcgDiscount=DEFAULT_NDCG_DISCOUNT, zeroIdcg=DEFAULT_ZERO_IDCG, engine=defaults.ML_ENGINE)
         self.setParams(**self._input_kwargs)
 
     def setParams(self, **kwargs: Any) -> "RankingEvaluator":
@@ -128,11 +138,8 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         return name, metric_cutoff(name) or 1
 
     def _evaluate(self, dataset) -> float:
-        from pyspark.sql import functions as F
-
-        from ..engines.registry import make_engine
         from ..evaluation.kernel import MetricsKernel
-        from ..io.sources import ColumnSpec, FrameSource
+        from ..io.sources import ColumnSpec
         from ..io.spark.executors import prepare_executors
 
         label, score = self.getLabelCol(), self.getPredictionCol()
@@ -143,13 +150,38 @@ class RankingEvaluator(Evaluator, HasLabelCol, HasPredictionCol, DefaultParamsRe
         name, k = self._metric()
         prepare_executors(dataset.sparkSession)
         kernel = MetricsKernel((k,), self.getOrDefault(self.ndcgDiscount), self.getOrDefault(self.zeroIdcg))
-        # the prediction as the only feature and weight 1: the engine's scores are the predictions
-        # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
-        scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
-        source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
         try:
-            engine = make_engine(source, "spark", spark=dataset.sparkSession, n_features=1)
+            engine = self._engine_over(dataset, label, group, score)
         except DataError as exc:  # e.g. a NaN prediction: the engine's feature column 0
             raise DataError(f"RankingEvaluator (feature column 0 is predictionCol {score!r}): {exc}") from exc
         with engine:
             return float(kernel.finish(engine.run(np.ones(1), kernel).stats)[name])
+
+    def _engine_over(self, dataset, label: str, group: tuple[str, ...], score: str):
+        """The engine the metrics run on, chosen as ``LinearRanker`` chooses (``engine``): scored
+        rows that fit the driver are collected once through Arrow (one Spark job) instead of
+        being shuffled into Spark blocks -- and a frame ``LinearRankerModel.transform`` made is
+        scored here from its input, collected once per input (:mod:`sparkrank.ml.scored_rows`);
+        every way gives the same metrics bit for bit."""
+        from pyspark.sql import functions as F
+
+        from ..engines.registry import engine_for, make_engine, runs_in_process
+        from ..io.sources import ColumnSpec, FrameSource
+        from .local_fit import choose_fit_engine, collect_rows
+        from .scored_rows import scored_by, scored_data
+
+        requested = self.getOrDefault(self.engine)
+        by = scored_by(dataset)
+        if by is not None and by.prediction_col == score:
+            data = scored_data(by, label, group, requested, _SCORE)
+            if data is not None:
+                return engine_for(data)
+        # the prediction as the only feature and weight 1: the engine's scores are the predictions
+        # (1.0·p is exact), and the pooled metrics come from the same kernel as everywhere else
+        scored = dataset.withColumn(_SCORE, F.col(score).cast("double"))
+        source = FrameSource(scored, ColumnSpec(label, group, feature_cols=(_SCORE,)))
+        kind, reason = choose_fit_engine(requested, source)
+        log.debug("RankingEvaluator: the %s engine (%s)", kind, reason)
+        if runs_in_process(kind):
+            return engine_for(collect_rows(source, 1))
+        return make_engine(source, kind, spark=dataset.sparkSession, n_features=1)

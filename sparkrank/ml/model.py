@@ -149,10 +149,13 @@ class LinearRankerModel(Model, LinearRankerParams, MLWritable, MLReadable):
     def _transform(self, dataset):
         from ..engines.spark.scoring import predict_dataframe
         from ..io.spark.executors import prepare_executors
+        from .scored_rows import remember
 
         prepare_executors(dataset.sparkSession)
-        return predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
-                                 score_col=self.getPredictionCol(), keep_features=True)
+        scored = predict_dataframe(dataset, self.rankingModel, features_col=self.getFeaturesCol(),
+                                   score_col=self.getPredictionCol(), keep_features=True)
+        # RankingEvaluator may score the input in the driver instead (sparkrank.ml.scored_rows)
+        return remember(scored, self.rankingModel, dataset, self.getFeaturesCol(), self.getPredictionCol())
 
     def write(self) -> MLWriter:
         return _LinearRankerModelWriter(self)

@@ -15,7 +15,7 @@ from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasFeaturesCol, HasLabelCol, HasPredictionCol
 
 from .. import defaults
-from ..choices import (COUNTING_METHODS, PLACEMENTS, STANDARDIZATIONS, check_positive_float,
+from ..choices import (COUNTING_METHODS, ML_ENGINES, PLACEMENTS, STANDARDIZATIONS, check_positive_float,
                        check_positive_int)
 
 
@@ -129,6 +129,16 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
         Params._dummy(), "reuseBlocks",
         "keep the blocks of the last fit for the next fit on the same input (CrossValidator over a Pipeline)",
         typeConverter=TypeConverters.toBoolean)
+    warmStart: Param[bool] = Param(
+        Params._dummy(), "warmStart",
+        "fitMultiple (CrossValidator, TrainValidationSplit): train the maps that differ only in C or regParam "
+        "in ascending C, each from the previous C's solution, as sparkrank tune does",
+        typeConverter=TypeConverters.toBoolean)
+    engine: Param[str] = Param(
+        Params._dummy(), "engine",
+        "where the fit runs: auto (in the driver when the rows fit it, as the command line's --engine auto; "
+        "else distributed), local (rows collected to the driver once, through Arrow), spark",
+        typeConverter=_choice("engine", ML_ENGINES))
     solverOptions: Param[dict] = Param(
         Params._dummy(), "solverOptions",
         "solver-specific options passed to train(solver_options=...), checked against the solver's registry entry",
@@ -141,7 +151,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
             weightCol="", groupWeightCol="",
             solver=defaults.SOLVER, counting=defaults.COUNTING, kernelPlacement=defaults.PLACEMENT,
             standardization=defaults.STANDARDIZATION, checkpointInterval=defaults.ML_CHECKPOINT_INTERVAL,
-            resumeFromCheckpoint=False, reuseBlocks=True,
+            resumeFromCheckpoint=False, reuseBlocks=True, warmStart=True, engine=defaults.ML_ENGINE,
         )
 
     def _maybe(self, param: Param) -> Any:

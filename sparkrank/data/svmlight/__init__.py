@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Union
 import numpy as np
 
 from ...choices import FEATURE_LAYOUTS, check_choice
+from ...defaults import DTYPE, THREADS, threads_or_default
 from ..compression import UTF8_BOM, is_gzip
 from ..block import DataError, RankingData, beyond_float32, max_features_limit, max_features_message
 from . import scanner as S
@@ -199,10 +200,10 @@ def read_svmlight(
     path: PathLike,
     *,
     n_features: int | None = None,
-    dtype: type = np.float64,
+    dtype: type = DTYPE,
     zero_based: bool = False,
     max_features: int | None = None,
-    threads: int = 1,
+    threads: int | None = THREADS,
     qid_layout: QidLayout | None = None,
     layout: str = "sparse",
     name: str | None = None,
@@ -227,16 +228,17 @@ def read_svmlight(
     max_features : int, optional
         An index needing more columns than this is an error naming its line (default:
         the limit in force, :func:`~sparkrank.data.block.max_features_limit`).
-    threads : int
-        Threads parsing pieces of the file at once (the local engine passes ``--threads``);
-        the result and the errors are the same for any value.
+    threads : int, optional
+        Threads parsing pieces of the file at once (default: every core); the result and the
+        errors are the same for any value.
     qid_layout : QidLayout, optional
         The qid rule the lines must follow (default: that of the file's first data line);
         an input of several files passes the first file's, as the Spark reader does.
     layout : {"sparse", "auto", "dense"}
-        ``X`` as CSR (default); ``"auto"``: dense rows when they take no more memory than
-        CSR would (judged on the file's first MB: LETOR files, which list nearly every
-        feature on every line, then need no index array); ``"dense"``: always dense rows.
+        ``X`` as CSR (default; ``sparkrank.load_svmlight``'s is ``"auto"``, the CLI's);
+        ``"auto"``: dense rows when they take no more memory than CSR would (judged on the
+        file's first MB: LETOR files, which list nearly every feature on every line, then need
+        no index array); ``"dense"``: always dense rows.
         The numbers are the same either way.
     name : str, optional
         The file's name in error messages (default: ``path``; sparkrank's sources pass the
@@ -257,6 +259,7 @@ def read_svmlight(
     if n_features is not None and n_features < 0:
         raise DataError(f"n_features must be >= 0, got {n_features}")
     name = os.fspath(path) if name is None else name
+    threads = threads_or_default(threads)
     with _file_bytes(path, name) as raw:
         return _parse_text(raw, name, n_features, dtype, zero_based, max_features=max_features, threads=threads,
                            qid_layout=qid_layout, layout=layout)
@@ -479,16 +482,16 @@ def load_svmlight(
     path: PathLike,
     *,
     n_features: int | None = None,
-    dtype: type = np.float64,
+    dtype: type = DTYPE,
     zero_based: bool = False,
     max_features: int | None = None,
-    threads: int = 1,
+    threads: int | None = THREADS,
     layout: str = "sparse",
 ) -> RankingData:
     """Read an SVMlight / LETOR file into a :class:`~sparkrank.data.block.RankingData`.
 
-    Parameters are those of :func:`read_svmlight`.  Rows are grouped by qid (stably);
-    a file without qids is one global ranking.
+    Parameters are those of :func:`read_svmlight` (``sparkrank.load_svmlight``: the CLI's
+    defaults).  Rows are grouped by qid (stably); a file without qids is one global ranking.
     """
     dtype = np.dtype(dtype).type
     f = read_svmlight(path, n_features=n_features, dtype=dtype, zero_based=zero_based, max_features=max_features,

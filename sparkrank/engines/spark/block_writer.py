@@ -26,6 +26,7 @@ import struct
 
 import numpy as np
 
+from ...defaults import LAYOUT
 from ...data.arrow import RowError, group_id_array, label_array, table_to_csr
 from ...data.block import DROP_HINT, RankingData
 from ...data.weights import WeightColumns, WeightError
@@ -158,7 +159,7 @@ class BlockWriter:
         labels = label_array(chunk.column(self.label_col), self.label_col, "", DROP_HINT)
         qids = None if self.qid_col is None else group_id_array(chunk.column(self.qid_col), self.qid_col, "",
                                                                  DROP_HINT)
-        X = table_to_csr(chunk, self.spec, None, self.dtype, "", self.max_features, layout="auto")
+        X = table_to_csr(chunk, self.spec, None, self.dtype, "", self.max_features, layout=LAYOUT)
         if self.weights:
             try:
                 self._weights.append(self.weights.arrays(chunk))
@@ -208,7 +209,7 @@ class BlockWriter:
                                           **weights)
         nbytes = self._close_features()
         if grouped.input_order is not None:  # a query's rows apart: reorder them as from_arrays does
-            data = RankingData.from_arrays(self._features(), labels, qids, dtype=self.dtype, layout="auto", **weights)
+            data = RankingData.from_arrays(self._features(), labels, qids, dtype=self.dtype, layout=LAYOUT, **weights)
             return write_block(self.path, data)
         nbytes += write_groups(self.path, grouped)
         g = grouped.groups

@@ -40,17 +40,27 @@ def predict_dataframe(df, model, *, features_col: str = "features", score_col: s
         import pyarrow as pa
 
         for batch in batches:
-            X = table_to_csr(batch, spec, None, np.float64, "predict: ")
-            check_model_width(X.shape[1], weights.shape[0], source, data_name)  # a DataError the driver recovers
-            if fixed_width and batch.num_rows:
-                check_fixed_width(X.shape[1], weights.shape[0], source, data_name)
-            s = csr_dot(X, weights[: X.shape[1]])
-            if intercept:
-                s += intercept
+            s = score_batch(batch, spec, weights, intercept, source, data_name, fixed_width)
             cols = [batch.column(batch.schema.get_field_index(c)) for c in keep]
             yield pa.RecordBatch.from_arrays(cols + [pa.array(s)], names=keep + [score_col])
 
     return df.mapInArrow(worker_task(score), schema)
+
+
+def score_batch(batch, spec, weights: np.ndarray, intercept: float, source, data_name: str,
+                fixed_width: bool = False) -> np.ndarray:
+    """``w·x + b`` of every row of an Arrow batch or table: the executors' scoring, and the
+    driver's when it scores collected rows (:mod:`sparkrank.ml.scored_rows`), the same numbers
+    bit for bit.  Rows wider than ``weights`` are a ``DataError`` naming ``source``/``data_name``,
+    and so are narrower rows when ``fixed_width`` (:func:`~sparkrank.data.block.check_fixed_width`)."""
+    X = table_to_csr(batch, spec, None, np.float64, "predict: ")
+    check_model_width(X.shape[1], weights.shape[0], source, data_name)  # a DataError the driver recovers
+    if fixed_width and batch.num_rows:
+        check_fixed_width(X.shape[1], weights.shape[0], source, data_name)
+    s = csr_dot(X, weights[: X.shape[1]])
+    if intercept:
+        s += intercept
+    return s
 
 
 def per_query_metrics(scored, *, label_col: str = "label", qid_col: str = "qid", score_col: str = PREDICTION_COL,

@@ -39,6 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ...defaults import LAYOUT
 from ...data.block import DROP_HINT, DataError, RankingData
 from ...data.groups import QueryGroups
 from ...io.spark.errors import UnsafeDirectoryError
@@ -285,16 +286,21 @@ def feature_type(schema, spec) -> str:
     return "vector" if type(dt).__name__ == "VectorUDT" else "sparse"
 
 
-def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_features: int) -> RankingData:
+def decode_rows(table, label_col: str, qid_col: str | None, spec, dtype, max_features: int,
+                weights=None) -> RankingData:
     """Arrow rows -> a checked :class:`RankingData`; bad rows raise
-    :class:`~sparkrank.data.arrow.RowError` with their position in ``table``."""
+    :class:`~sparkrank.data.arrow.RowError` with their position in ``table`` (a bad weight:
+    :class:`~sparkrank.data.weights.WeightError`).  ``weights``: the
+    :class:`~sparkrank.data.weights.WeightColumns` to read, if any."""
     from ...data.arrow import table_to_csr
 
     labels = _labels(table, label_col)
     qid = None if qid_col is None else _qids(table, qid_col)
     # a fixed-width array column stays dense rows (no column indices: half the bytes per pass)
-    X = table_to_csr(table, spec, None, dtype, "", max_features, layout="auto")
-    return RankingData.from_arrays(X, labels, qid, dtype=dtype, layout="auto")
+    X = table_to_csr(table, spec, None, dtype, "", max_features, layout=LAYOUT)
+    row_w, group_w = weights.arrays(table) if weights else (None, None)
+    return RankingData.from_arrays(X, labels, qid, dtype=dtype, layout=LAYOUT, row_weights=row_w,
+                                   group_weights=group_w)
 
 
 def fixed_width_error(refs, feature_type: str) -> str | None:

@@ -16,6 +16,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
+from ...defaults import LAYOUT
 from ...data.block import DataError, RankingData
 from ...data.compression import decompressed, is_bzip2_name
 from ...data.svmlight.costs import COST_COLUMN, costs_of
@@ -64,7 +65,7 @@ class SvmlightFormat(Format):
         for entry in source.files:
             path = source.local_path(entry.path)
             # dense rows when they are smaller than CSR (LETOR text), so memory stays low
-            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout="auto")
+            read = dict(n_features=n_features, dtype=dtype, threads=threads, qid_layout=layout, layout=LAYOUT)
             if is_bzip2_name(path):
                 part = parse_svmlight_bytes(decompressed(LOCAL.read_bytes(path)), name=U.display_name(path), **read)
             else:
@@ -84,7 +85,7 @@ class SvmlightFormat(Format):
             X, labels, qid, cost = _filter_arrays(X, labels, qid, source.where, f"{source.name}: ", cost)
         weights = {"row_weights": cost if columns.weights.row == COST_COLUMN else None,
                    "group_weights": cost if columns.weights.group == COST_COLUMN else None}
-        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout="auto", **weights)
+        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout=LAYOUT, **weights)
 
     def data_shape(self, files, columns, itemsize):
         from ...data import memory
