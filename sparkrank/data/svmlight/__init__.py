@@ -238,8 +238,7 @@ def read_svmlight(
         ``X`` as CSR (default; ``sparkrank.load_svmlight``'s is ``"auto"``, the CLI's);
         ``"auto"``: dense rows when they take no more memory than CSR would (judged on the
         file's first MB: LETOR files, which list nearly every feature on every line, then need
-        no index array); ``"dense"``: always dense rows.
-        The numbers are the same either way.
+        no index array); ``"dense"``: always dense rows.  The numbers are the same either way.
     name : str, optional
         The file's name in error messages (default: ``path``; sparkrank's sources pass the
         name both engines give a file, :func:`sparkrank.io.uri.display_name`).
