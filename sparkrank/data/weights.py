@@ -21,6 +21,10 @@ import numpy as np
 
 from .errors import DataError
 
+#: The column SVMlight's ``cost:`` tokens are read into, on both engines (:mod:`sparkrank.data.svmlight.costs`):
+#: here, beside the weights, so that naming it loads no parser.
+COST_COLUMN = "cost"
+
 #: The requirement every weight meets (in each error message).
 WEIGHT_RULE = "weights must be finite and non-negative"
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..weights import COST_COLUMN  # noqa: F401 - the column the cost tokens are read into
 from .errors import SVMLightFormatError, cost_message
-
-#: The column the cost tokens are read into, on both engines.
-COST_COLUMN = "cost"
 
 
 def row_costs(raw, name: str, cost: np.ndarray, cost_start: np.ndarray, cost_end: np.ndarray,

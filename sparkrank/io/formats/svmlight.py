@@ -19,7 +19,7 @@ import numpy as np
 from ...defaults import LAYOUT
 from ...data.block import DataError, RankingData
 from ...data.compression import decompressed, is_bzip2_name
-from ...data.svmlight.costs import COST_COLUMN, costs_of
+from ...data.weights import COST_COLUMN
 from .. import uri as U
 from ..fs import LOCAL
 from ..outputs import write_via_local_file
@@ -76,6 +76,8 @@ class SvmlightFormat(Format):
             parts.append(part)
         X, labels, qid = _stack(parts)
         asked = COST_COLUMN in columns.weights.columns
+        from ...data.svmlight.costs import costs_of  # the parser, loaded when text is read
+
         cost = costs_of(parts, labels.shape[0]) if asked else None
         names = svmlight_columns(qid is not None, asked)  # checked as on Spark, e.g. --feature-cols: there are none
         svmlight_column_spec(columns, names, f"{source.name}: ").check(names, f"{source.name}: ")

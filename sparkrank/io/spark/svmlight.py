@@ -39,7 +39,7 @@ import numpy as np
 from ...data.block import max_features_limit
 from ...data.compression import UTF8_BOM, hadoop_reads_whole, is_bzip2, is_bzip2_name, is_gzip
 from ...data.svmlight import QidLayout, SVMLightFile, SVMLightFormatError, gunzip, parse_svmlight_bytes
-from ...data.svmlight.costs import COST_COLUMN
+from ...data.weights import COST_COLUMN
 from .. import uri as U
 from .worker import worker_task
 
