@@ -376,6 +376,8 @@ def _of_format(uri: str, entries: list[FileEntry], requested: str, not_data: lis
     """The files of one input that ``--format requested`` reads: all but those whose names say
     another format (``a.txt`` beside ``b.parquet``), which go to ``not_data`` (the readers are
     then given the files, :meth:`Source.read_uris`)."""
+    if len(entries) == 1 and U.basename(entries[0].path) == U.basename(uri.rstrip("/")):
+        return entries  # a file named on the command line is read as --format says, whatever its name
     others = {}
     for e in entries:
         fmt = format_by_suffix(U.basename(e.path))
