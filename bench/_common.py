@@ -24,6 +24,23 @@ def best_time(fn, repeat: int = 3) -> float:
     return min(times)
 
 
+def best_times(fns: dict, repeat: int = 3, clock=time.perf_counter) -> dict:
+    """Best time of each of ``fns`` (name -> callable) over ``repeat`` rounds after one warm-up
+    each, the calls taking turns (A B A B ...): a machine whose speed drifts then slows every
+    candidate alike, so their ratio holds where back-to-back best times would not.  ``clock``:
+    wall time by default; ``time.process_time`` counts this process's CPU seconds, which other
+    processes on a shared machine do not add to."""
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = clock()
+            fn()
+            times[name].append(clock() - t)
+    return {name: min(ts) for name, ts in times.items()}
+
+
 def growth_exponent(sizes, seconds) -> float:
     """Slope of log(time) against log(size): 1.0 is linear, 2.0 quadratic."""
     return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])

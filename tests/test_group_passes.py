@@ -4,7 +4,8 @@ an all-pairs oracle) and every output of the squared hinge's value pass.
 
 Random dense rows in float32 and float64, widths that are and are not a multiple of the eight
 score lanes, groups of one row to 80, one-level groups, real-valued labels with ties,
-scores with ties (entries from a few values), and tiles of one group, a few, or all.
+scores with ties (entries from a few values), tiles of one group, a few, or all, and weighted
+rows and groups (zero weights among them) as well as unweighted ones.
 """
 
 from __future__ import annotations
@@ -49,7 +50,11 @@ def problems(draw):
     w = rng.normal(size=width) * draw(st.sampled_from([0.0, 0.3, 3.0]))
     v = rng.normal(size=width)
     tile_bytes = draw(st.sampled_from([1, 200, 1 << 40]))
-    return X, QueryGroups.from_offsets(labels, offsets), w, v, tile_bytes
+    groups = QueryGroups.from_offsets(labels, offsets)
+    if draw(st.booleans()):  # weighted rows and groups, zeros among them (pairs dropped)
+        groups = groups.with_weights(rng.choice([0.0, 0.5, 1.0, 1.7, 3.0], size=m),
+                                     rng.choice([0.0, 0.3, 1.0, 2.0], size=len(sizes)))
+    return X, groups, w, v, tile_bytes
 
 
 def _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form: bool, plan: bool = True):
@@ -67,17 +72,20 @@ def _passes(X, groups, w, v, tile_bytes, monkeypatch, group_form: bool, plan: bo
 
 def _oracle(X, groups, w, v) -> np.ndarray:
     """``Xᵀc`` with ``c`` from every pair: a support pair ``(i above j)`` at ``p = Xw``
-    (``p_i < p_j + 1``) adds ``2(u_i - u_j)`` to ``c_i`` and its negative to ``c_j`` (lee-lin2014 eq. (17))."""
+    (``p_i < p_j + 1``) adds ``2(u_i - u_j)`` to ``c_i`` and its negative to ``c_j`` (lee-lin2014 eq. (17)),
+    times the pair's weight ``b_q·a_i·a_j`` when weighted."""
     Xd = X.astype(np.float64)
     p, u = Xd @ w, Xd @ v
     c = np.zeros(X.shape[0])
+    a = groups.row_weights if groups.weighted else np.ones(X.shape[0])
+    b = groups.group_weights if groups.weighted else np.ones(groups.n_groups)
     for g in range(groups.n_groups):
         rows = range(groups.offsets[g], groups.offsets[g + 1])
         for i in rows:
             for j in rows:
                 if groups.labels[i] > groups.labels[j] and p[i] < p[j] + MARGIN:
-                    c[i] += 2.0 * (u[i] - u[j])
-                    c[j] -= 2.0 * (u[i] - u[j])
+                    c[i] += 2.0 * b[g] * a[i] * a[j] * (u[i] - u[j])
+                    c[j] -= 2.0 * b[g] * a[i] * a[j] * (u[i] - u[j])
     return Xd.T @ c
 
 

@@ -33,7 +33,8 @@ from ..conventions import MARGIN
 from ..kernels import trees
 from ..kernels.trees import prefetch_l2
 from ..kernels.base import KernelResult
-from ..kernels.group_forms import hessian_work, squared_hinge_group, squared_hinge_hessian_group, value_work
+from ..kernels.group_forms import (hessian_work, squared_hinge_group, squared_hinge_hessian_group, value_work,
+                                   weighting_of)
 from ..numerics.exact_sum import DoubleDouble, add_dense_steps_dd, dd_add
 from ..numerics.simd import DD_ROWS, row_dot_lanes
 
@@ -124,7 +125,7 @@ def _tile_scratch(values, v, products):
 
 @njit(cache=True, nogil=True)
 def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, order, plan, margin, tree, work,
-                                scores, hi, lo):
+                                scores, hi, lo, weighting):
     # Per group: scores (X·v), the group form's coefficients, then the rows' Xᵀc terms.
     # Meanwhile the next group's rows are prefetched, spread over this group's score and Xᵀc
     # loops, so its X·v finds them in cache: the memory traffic overlaps this group's arithmetic.
@@ -137,13 +138,13 @@ def _squared_hinge_hessian_tile(values, v, offsets, label_rank, n_levels, p, ord
         q, stop, during_scores = _next_group_lines(offsets, g, n, per_line)
         q = _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line)
         squared_hinge_hessian_group(p, order, plan, label_rank, scores, start, end, n_levels[g], margin, tree,
-                                    work, coefs[0])
+                                    work, coefs[0], weighting)
         _group_products(values, start, end, coefs, powers, 1, hi, lo, rows, steps, flat, q, stop, per_line)
 
 
 @njit(cache=True, nogil=True)
 def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, tree, work, fresh, powers,
-                              scores, order, plan, hi, lo, sums):
+                              scores, order, plan, hi, lo, sums, weighting):
     # The value pass of the squared hinge per group: scores (X·w, unless given), the sort, the
     # counts and the group form's coefficients and sums, then the products named by powers
     # (none; 1: Xᵀc; 1, 1, 2: Xᵀc and the diagonal's moments Xᵀa, (X∘X)ᵀa), prefetching as above.
@@ -156,7 +157,7 @@ def _squared_hinge_value_tile(values, v, offsets, label_rank, n_levels, margin, 
         if fresh:
             q = _group_scores(values, v, start, end, scores, flat, q, stop, during_scores, per_line)
         squared_hinge_group(scores, order, label_rank, start, end, n_levels[g], margin, tree, work, coefs[0],
-                            coefs[1], sums, plan)
+                            coefs[1], sums, plan, weighting)
         coefs[2, : end - start] = coefs[1, : end - start]
         # each set of products its own compiled loop (add_dense_steps_dd); with no products the
         # loop only prefetches
@@ -177,10 +178,16 @@ def _plan_dtype(largest_group: int):
     return np.int64
 
 
-def _kept_plan(state) -> np.ndarray:
+def _kept_plan(state, weighted: bool) -> np.ndarray:
     """The sweep plan a value pass kept with its scores and order (the group form keeps
-    ``(p, order, plan)``, the kernel ``(p, order)``: then an empty ``(3, 0)`` plan)."""
-    return state[2] if len(state) > 2 else np.zeros((3, 0), dtype=np.uint8)
+    ``(p, order, plan)``, and weighted rows also their weight sums, :func:`_kept_sums`; the
+    kernel keeps ``(p, order)``: then an empty ``(3, 0)`` plan, and the Hessian product sweeps)."""
+    return state[2] if len(state) > (3 if weighted else 2) else np.zeros((3, 0), dtype=np.uint8)
+
+
+def _kept_sums(state) -> np.ndarray | None:
+    """The weight sums ``l⁺+l⁻`` a weighted value pass kept beside its plan (``None``: none)."""
+    return state[3] if len(state) > 3 else None
 
 
 def runs_group_form(kernel, X, states, powers: tuple[int, ...], fresh: bool) -> bool:
@@ -206,10 +213,12 @@ def _largest_group(tiles) -> tuple[int, int]:
             max((int(g.n_levels.max()) for g in nonempty), default=1))
 
 
-def _scratch(tiles, work_of):
-    """A selection tree and a group form's work arrays for the largest group of ``tiles``."""
+def _scratch(tiles, work_of, weighted: bool):
+    """A selection tree and a group form's work arrays for the largest group of ``tiles`` (of
+    weight sums when ``weighted``)."""
     max_rows, max_levels = _largest_group(tiles)
-    return trees.selection_new(max_levels, max_rows, True), work_of(max_rows, tiles[0].groups.label_rank.dtype)
+    return (trees.selection_new(max_levels, max_rows, True, weighted),
+            work_of(max_rows, tiles[0].groups.label_rank.dtype, weighted=weighted))
 
 
 def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, powers: tuple[int, ...], scores: np.ndarray,
@@ -227,7 +236,8 @@ def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, powers: tupl
     if not tiles:
         return results, partials, moments
     hessian = kernel.group_form == SQUARED_HINGE_HESSIAN
-    tree, work = _scratch(tiles, hessian_work if hessian else value_work)
+    weighted = tiles[0].groups.weighted
+    tree, work = _scratch(tiles, hessian_work if hessian else value_work, weighted)
     diagonal = not hessian and kernel.with_diagonal
     product_powers = np.array([] if not powers else [1, 1, 2] if diagonal else [1], dtype=np.int64)
     for k, tile in enumerate(tiles):
@@ -236,21 +246,34 @@ def group_pass(X: np.ndarray, tiles, v: np.ndarray, kernel, states, powers: tupl
         g = tile.groups
         hi, lo = np.zeros((len(product_powers), values.shape[1])), np.zeros((len(product_powers), values.shape[1]))
         if hessian:
-            p, order, plan = states[k][0], states[k][1], _kept_plan(states[k])
+            p, order, plan = states[k][0], states[k][1], _kept_plan(states[k], weighted)
             _squared_hinge_hessian_tile(values, v, g.offsets, g.label_rank, g.n_levels, p, order, plan,
-                                        float(MARGIN), tree, work, scores[a:b], hi, lo)
+                                        float(MARGIN), tree, work, scores[a:b], hi, lo,
+                                        weighting_of(g, _kept_sums(states[k])))
             results.append(KernelResult(np.zeros(0)))
         else:
-            order = np.empty(b - a, dtype=np.int32 if b - a < 2**31 else np.int64)
-            plan = np.empty((3, b - a), dtype=_plan_dtype(int(g.group_sizes.max()) if g.n_groups else 0))
-            sums = np.zeros(6)
-            _squared_hinge_value_tile(values, v, g.offsets, g.label_rank, g.n_levels, float(MARGIN), tree, work,
-                                      fresh, product_powers, scores[a:b], order, plan, hi, lo, sums)
-            results.append(kernel.statistics_from_sums((sums[0], sums[1]), sums[4], sums[5],
-                                                       (sums[2], sums[3])).result(None, (scores[a:b], order, plan)))
+            results.append(_value_tile(values, v, g, kernel, tree, work, fresh, product_powers, scores[a:b], hi, lo))
         if len(product_powers):
             partials[0] = (hi[0], lo[0]) if partials[0] is None else dd_add(partials[0], (hi[0], lo[0]))
         if len(product_powers) == 3:
             parts = [(hi[1], lo[1]), (hi[2], lo[2])]
             moments = parts if moments is None else [dd_add(m, q) for m, q in zip(moments, parts)]
     return results, partials, moments
+
+
+def _value_tile(values, v, g, kernel, tree, work, fresh, powers, scores, hi, lo) -> KernelResult:
+    """One tile of the squared hinge's value pass (rows ``values``, groups ``g``): its result,
+    statistics and kept state ``(scores, order, plan)``, and weighted rows' weight sums ``l⁺+l⁻``
+    after the plan; the products go to ``(hi, lo)``."""
+    order = np.empty(values.shape[0], dtype=np.int32 if values.shape[0] < 2**31 else np.int64)
+    plan = np.empty((3, values.shape[0]), dtype=_plan_dtype(int(g.group_sizes.max()) if g.n_groups else 0))
+    weighting = weighting_of(g)
+    sums = np.zeros(6 if weighting is None else 8)
+    _squared_hinge_value_tile(values, v, g.offsets, g.label_rank, g.n_levels, float(MARGIN), tree, work, fresh,
+                              powers, scores, order, plan, hi, lo, sums, weighting)
+    if weighting is None:
+        stats = kernel.statistics_from_sums((sums[0], sums[1]), sums[4], sums[5], (sums[2], sums[3]))
+        return stats.result(None, (scores, order, plan))
+    stats = kernel.weighted_statistics_from_sums((sums[0], sums[1]), (sums[4], sums[5]), (sums[6], sums[7]),
+                                                 (sums[2], sums[3]))
+    return stats.result(None, (scores, order, plan, weighting[3]))

@@ -117,9 +117,9 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
     results: list[KernelResult] = []
     partials: list[DoubleDouble | None] = [None] * len(powers)
     moments: list[DoubleDouble] | None = None
-    if runs_group_form(kernel, X, states, powers, fresh) and not any(t.groups.weighted for t in tiles):
-        # (the group forms are unweighted: weighted rows take the tile path)
-        # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py)
+    if runs_group_form(kernel, X, states, powers, fresh) and len({t.groups.weighted for t in tiles}) <= 1:
+        # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py); weighted rows
+        # too, when every tile is (one weighting of the work arrays for the whole pass)
         return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
     sparse = ColumnSums(tiles[0].columns.block) if tiles and tiles[0].columns is not None else None
     for k, tile in enumerate(tiles):

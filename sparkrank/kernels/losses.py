@@ -134,14 +134,22 @@ class SquaredHingeKernel(ScoreKernel):
         alpha = k.s_above + k.s_below
         coef = 2.0 * factors * (l_sum * scores - alpha + l_diff)
         diagonal = 2.0 * factors * l_sum if self.with_diagonal else None
-        loss = dd_add(sum_dd(factors * ((l_sum * scores - alpha + 2.0 * l_diff) * scores)),
-                      sum_dd(factors * k.n_below))
-        support = sum_dd(factors * k.n_above)
-        hi, lo = [loss[0], support[0]], [loss[1], support[1]]
+        stats = self.weighted_statistics_from_sums(sum_dd(factors * ((l_sum * scores - alpha + 2.0 * l_diff) * scores)),
+                                                   sum_dd(factors * k.n_above), sum_dd(factors * k.n_below),
+                                                   None if diagonal is None else sum_dd(diagonal))
+        return stats.result(coef, state, diagonal)
+
+    def weighted_statistics_from_sums(self, loss_terms, above, below, diagonal) -> Statistics:
+        """The weighted statistics from the exact sums (double-doubles) over the rows of the loss
+        terms ``f((l⁺+l⁻)p - (α⁺+α⁻) + 2(l⁺-l⁻))p``, of ``f·l⁺``, ``f·l⁻`` and of the diagonal
+        ``2f(l⁺+l⁻)`` (``f = b_q·a_k``, ``l±`` weight sums; the diagonal's is only read by the
+        diagonal variant): the one place of these formulas for the weighted kernel and the group
+        form (:func:`sparkrank.kernels.group_forms.squared_hinge_group`)."""
+        loss = dd_add(loss_terms, below)
+        hi, lo = [loss[0], above[0]], [loss[1], above[1]]
         if self.with_diagonal:
-            total = sum_dd(diagonal)
-            hi, lo = hi + [total[0]], lo + [total[1]]
-        return Statistics(self.statistics, hi, lo).result(coef, state, diagonal)
+            return Statistics(self.statistics, hi + [diagonal[0]], lo + [diagonal[1]])
+        return Statistics(self.statistics, hi, lo)
 
     def statistics_from_sums(self, loss_terms, n_above: float, n_below: float, diagonal) -> Statistics:
         """The statistics from the exact sums over the rows of the loss terms
