@@ -90,6 +90,23 @@ def test_other_weight_columns_are_one_error_on_both_engines(spark, tmp_path, cap
         "--group-weight-col cost), not 'w'")
 
 
+def test_a_cost_that_differs_within_a_query_is_one_line_on_both_engines(spark, tmp_path, capsys):
+    """``--group-weight-col cost`` needs one cost per query: two files whose queries land in
+    several Spark blocks, two of them with differing costs, give the local engine's line."""
+    lines, _ = cost_lines(5, m=640, per_query=True)
+    for k in (100, 500):  # in queries 7 and 32 (of 16 lines each)
+        label, qid, _cost, rest = lines[k].split(" ", 3)
+        lines[k] = f"{label} {qid} cost:7.5 {rest}"
+    data = tmp_path / "two"
+    data.mkdir()
+    _text(data / "a.txt", lines[:320])
+    _text(data / "b.txt", lines[320:])
+    errors = _errors_on_both_engines(data, tmp_path, capsys, "--group-weight-col", "cost", "--partitions", "3")
+    assert errors["local"] == errors["spark"]
+    assert errors["local"].startswith(f"{data}: cost differs within query 7: ")
+    assert errors["local"].endswith("7.5 (and 1 more query); a group weight must be the same on all rows of its query")
+
+
 def test_integer_costs_train_the_model_of_the_repeated_lines(tmp_path):
     lines, a = cost_lines(3)
     weighted = open_source(str(_text(tmp_path / "w.txt", lines)),

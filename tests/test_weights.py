@@ -176,7 +176,8 @@ def test_weights_of_one_change_no_bit(solver):
     assert _fit(plain, solver, **kw).tobytes() == _fit(ones, solver, **kw).tobytes()
 
 
-def test_dense_rows_take_the_weighted_tile_path():
+def test_dense_weighted_rows_equal_the_repeated_data():
+    """Dense rows run TRON's passes group by group (``engines/group_passes.py``), weighted too."""
     weighted, dup = weighted_problem(4, dense=True)
     w = np.random.default_rng(4).normal(size=weighted.n_features)
     got, want = both_passes(weighted, dup, SquaredHingeKernel(), w)
@@ -196,8 +197,32 @@ def test_bad_weights_are_one_clear_error(bad):
 
 
 def test_group_weight_must_be_constant_in_its_group():
-    with pytest.raises(DataError, match=r"group weight of row 3 is 2.0 but 1.0 on row 0 of the same group"):
+    with pytest.raises(DataError, match=r"^group weight differs within query 5: 1.0 and 2.0; a group weight must "
+                                        r"be the same on all rows of its query$"):
         RankingData.from_arrays(np.ones((4, 1)), [0, 1, 2, 0], [5, 6, 6, 5], group_weights=[1, 3, 3, 2])
+
+
+def test_a_differing_group_weight_is_told_alike_in_any_row_order():
+    """The smallest query id whose rows differ, its two smallest weights and how many queries
+    differ: what every engine can tell, however its rows were shuffled into blocks."""
+    from sparkrank.data.weights import GroupWeightError
+
+    qid = np.array([9, 9, 9, 4, 4, 7, 7, 7])
+    b = np.array([3.0, 1.0, 2.0, 5.0, 5.0, 0.5, 0.5, 0.25])
+    messages = set()
+    for seed in range(6):
+        order = np.random.default_rng(seed).permutation(qid.size)
+        with pytest.raises(GroupWeightError) as err:
+            RankingData.from_arrays(np.ones((8, 1)), np.zeros(8), qid[order], group_weights=b[order])
+        messages.add(str(err.value.named("w", "in.parquet")))
+    assert messages == {"in.parquet: w differs within query 7: 0.25 and 0.5 (and 1 more query); a group weight "
+                        "must be the same on all rows of its query"}
+    # the blocks of one input, each holding whole queries: merged into the same message
+    blocks = [GroupWeightError(9, [1.0, 2.0], 1), GroupWeightError(7, [0.25, 0.5], 1)]
+    merged = GroupWeightError.merged([e.payload() for e in blocks], "w", "in.parquet")
+    assert str(merged) == messages.pop()
+    with pytest.raises(GroupWeightError, match="^group weight differs within the global ranking: 1.0 and 2.0;"):
+        RankingData.from_arrays(np.ones((3, 1)), [0, 1, 2], group_weights=[1, 2, 1])
 
 
 def test_all_zero_weights_leave_no_pairs():

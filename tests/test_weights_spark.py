@@ -81,3 +81,25 @@ def test_linear_ranker_weight_columns_give_the_local_model(spark, weighted):
     model = ranker.fit(spark.read.parquet(path))
     release_blocks()
     np.testing.assert_array_equal(model.rankingModel.weights, train(data, solver="tron", C=0.05).weights)
+
+
+def test_a_group_weight_differing_within_queries_is_the_local_engines_line(spark, tmp_path, capsys):
+    """Two queries whose group weight differs, in different row groups and Spark blocks: the
+    CLI's line on both engines (Parquet row groups on Spark), and the shuffled blocks' error."""
+    from test_bad_inputs import _errors_on_both_engines
+
+    table, _ = weighted_table(2, m=400)
+    gwt, qid = table.column("gwt").to_numpy().copy(), table.column("qid").to_numpy()
+    for q in (qid[50], qid[350]):
+        gwt[np.flatnonzero(qid == q)[-1]] += 0.25
+    path = tmp_path / "gw.parquet"
+    pq.write_table(table.set_column(table.schema.get_field_index("gwt"), "gwt", pa.array(gwt)), path,
+                   row_group_size=100)
+    first = min(qid[50], qid[350])
+    errors = _errors_on_both_engines(path, tmp_path, capsys, "--group-weight-col", "gwt", "--partitions", "3")
+    assert errors["local"] == errors["spark"]
+    assert errors["local"].startswith(f"{path}: gwt differs within query {first}: ")
+    assert errors["local"].endswith(" (and 1 more query); a group weight must be the same on all rows of its query")
+    with pytest.raises(DataError) as shuffled:  # blocks of rows shuffled by qid (no row groups)
+        SparkEngine(spark.read.parquet(str(path)), num_partitions=3, group_weight_col="gwt", input_name=str(path))
+    assert str(shuffled.value) == errors["local"]

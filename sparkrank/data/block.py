@@ -215,7 +215,7 @@ class RankingData:
             y = y[order]
         groups = QueryGroups.from_offsets(y, offsets)
         if row_weights is not None or group_weights is not None:
-            groups = _weighted(groups, row_weights, group_weights, order)
+            groups = _weighted(groups, row_weights, group_weights, order, qids)
         return cls(X, groups, qids, order)
 
     @property
@@ -253,8 +253,9 @@ class RankingData:
         return out
 
 
-def _weighted(groups: QueryGroups, row_weights, group_weights, order: np.ndarray | None) -> QueryGroups:
-    """``groups`` with the caller's per-row weight arrays (input order) checked and stored."""
+def _weighted(groups: QueryGroups, row_weights, group_weights, order: np.ndarray | None, qids) -> QueryGroups:
+    """``groups`` with the caller's per-row weight arrays (input order) checked and stored
+    (``qids``: the groups' ids, ``None`` for one global ranking)."""
     from .weights import check_weights, group_weights_of_rows
 
     def stored(values, name):
@@ -264,7 +265,7 @@ def _weighted(groups: QueryGroups, row_weights, group_weights, order: np.ndarray
         return a if order is None else a[order]
     a = None if row_weights is None else stored(row_weights, "row weight")
     b = None if group_weights is None else group_weights_of_rows(
-        stored(group_weights, "group weight"), groups.offsets, "group weight", rows=order)
+        stored(group_weights, "group weight"), groups.offsets, "group weight", qids=qids)
     return groups.with_weights(a, b)
 
 

@@ -54,24 +54,62 @@ def check_weights(values, column: str, *, where: str | None = None, first_row: i
     return a
 
 
+class GroupWeightError(DataError):
+    """A group-weight column whose value differs within a query: ``qid`` the smallest such
+    query id (``None``: the one global ranking), ``values`` its two smallest distinct weights,
+    ``n_groups`` how many queries differ.  Told the same way whichever order a query's rows
+    come in, so the Spark engine's blocks (each holding whole queries, in shuffled order) and
+    the local engine give one message (:meth:`payload`, :meth:`merged`)."""
+
+    #: What a Spark block's error field starts with for this error (then :meth:`payload`'s JSON).
+    MARKER = "sparkrank-group-weight:"
+
+    def __init__(self, qid, values, n_groups: int, column: str = "group weight", where: str | None = None):
+        self.qid, self.values, self.n_groups, self.column, self.where = qid, list(values), int(n_groups), column, where
+        query = "the global ranking" if qid is None else f"query {qid!r}"
+        more = f" (and {n_groups - 1} more {'query' if n_groups == 2 else 'queries'})" if n_groups > 1 else ""
+        super().__init__(f"{where + ': ' if where else ''}{column} differs within {query}: "
+                         f"{self.values[0]!r} and {self.values[1]!r}{more}; a group weight must be the same on "
+                         "all rows of its query")
+
+    def named(self, column: str, where: str | None) -> "GroupWeightError":
+        """The same error for weights read from ``column`` of the input ``where``."""
+        return GroupWeightError(self.qid, self.values, self.n_groups, column, where)
+
+    def payload(self) -> str:
+        """This error as a Spark block reports it: :data:`MARKER` and JSON."""
+        import json
+
+        return self.MARKER + json.dumps({"qid": self.qid, "values": self.values, "n": self.n_groups})
+
+    @classmethod
+    def merged(cls, payloads: list[str], column: str, where: str | None) -> "GroupWeightError":
+        """The error of several blocks' :meth:`payload`: the smallest query id among them, the
+        count summed (a query lies in one block)."""
+        import json
+
+        found = [json.loads(p[len(cls.MARKER):]) for p in payloads]
+        first = min(found, key=lambda f: (f["qid"] is not None, f["qid"]))
+        return cls(first["qid"], first["values"], sum(f["n"] for f in found), column, where)
+
+
 def group_weights_of_rows(values: np.ndarray, offsets: np.ndarray, column: str, *, where: str | None = None,
-                          rows: np.ndarray | None = None) -> np.ndarray:
+                          qids: np.ndarray | None = None) -> np.ndarray:
     """One weight per group from a per-row column that must hold the same value on every row of
-    a group (``offsets``: contiguous groups), else a :class:`DataError` naming the first row
-    that differs from its group's first row (``rows``: each stored row's input position)."""
+    a group (``offsets``: contiguous groups; ``qids``: their ids, ``None`` for one global
+    ranking), else a :class:`GroupWeightError` naming ``where`` (the input), the column and the
+    smallest query id whose rows differ."""
     b = np.asarray(values, dtype=np.float64)
     if b.shape[0] == 0:
         return np.zeros(offsets.shape[0] - 1)
     first = np.repeat(b[offsets[:-1]], np.diff(offsets))
     bad = np.flatnonzero(b != first)
     if bad.size:
-        r = int(bad[0])
-        row = r if rows is None else int(rows[r])
-        named = f"{where}: " if where else ""
-        g = int(np.searchsorted(offsets, r, side="right") - 1)
-        first_row = int(offsets[g]) if rows is None else int(rows[offsets[g]])
-        raise DataError(f"{named}{column} of row {row} is {float(b[r])!r} but {float(first[r])!r} on row "
-                        f"{first_row} of the same group: a group weight must be the same on all its rows")
+        groups = np.unique(np.searchsorted(offsets, bad, side="right") - 1)
+        g = int(groups[np.argmin(np.asarray(qids)[groups])]) if qids is not None else int(groups[0])
+        qid = None if qids is None else np.asarray(qids)[g].item()
+        distinct = np.unique(b[offsets[g]:offsets[g + 1]])[:2].tolist()
+        raise GroupWeightError(qid, distinct, groups.size, column, where)
     return b[offsets[:-1]].copy()
 
 

@@ -45,7 +45,7 @@ def with_weight_columns(data: RankingData, dataset, source, *, drop_invalid_rows
     stored = data.row_order
     a = None if row is None else row[stored]
     b = None if group is None else group_weights_of_rows(group[stored], data.groups.offsets, weights.group,
-                                                         where=where, rows=stored)
+                                                         where=where, qids=data.qids)
     return RankingData(data.X, data.groups.with_weights(a, b), data.qids, data.input_order)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ...data.block import INVALID_ROWS, DataError
 from ...data.groups import QueryGroups
 from ...data.memory import MemoryBudgetError
+from ...data.weights import GroupWeightError
 from ..base import DataSummary
 from . import sizing, store, tasks
 from .locate import FILE_COLUMN, FILE_ROW_COLUMN, is_row_error, locate_row_error, select_with_file_rows
@@ -174,7 +175,11 @@ class StoreBuilding:
         local engine's when the first is about a row (``row_error``;
         :func:`~sparkrank.engines.spark.locate.locate_row_error`: the first file with a bad row, checked
         as the local reader checks it, whichever blocks held its rows), else the first error
-        and how many more ``parts`` failed."""
+        and how many more ``parts`` failed.  Group weights that differ within queries are told
+        as the local engine tells them, from every block's (:class:`GroupWeightError`)."""
+        differing = [e for e in errors if e.startswith(GroupWeightError.MARKER)]
+        if differing:
+            return str(GroupWeightError.merged(differing, self.weights.group, self.input_name))
         if row_error:
             located = locate_row_error(self._source_df, self.label_col, self.qid_col, self.spec, self.dtype,
                                        self._row_locator)

@@ -131,6 +131,9 @@ class SparkEngine(StoreBuilding, Engine):
         ``row_locator(dtype, drop_invalid_rows=...) -> "file: row n: detail" | None``: the local
         engine's message for the bad rows of a source whose files are local, by reading them
         in-process (:meth:`sparkrank.io.sources.Source.locate_row`), on the error path only.
+    input_name : str, optional
+        The input as messages name it (:attr:`sparkrank.io.sources.Source.name`), for errors
+        only the driver can tell whole (a group weight that differs within a query).
     size_hint : sparkrank.data.memory.DataShape, optional
         The input's shape as its source tells it before reading (rows, features, stored
         entries), for the default partition count when ``df`` is not a plain Parquet scan.
@@ -159,6 +162,7 @@ class SparkEngine(StoreBuilding, Engine):
         row_locator=None,
         size_hint=None,
         weight_col: str | None = None, group_weight_col: str | None = None, n_ranges: int | None = None,
+        input_name: str | None = None,
     ):
         self.spark = df.sparkSession
         self.sc = self.spark.sparkContext
@@ -198,6 +202,7 @@ class SparkEngine(StoreBuilding, Engine):
             df = self._drop_invalid_rows(df)
             parquet_files = None  # the filter runs in Spark
         self._source_df = df  # where a bad row's file and row are looked up (locate.py)
+        self.input_name = input_name
         self._row_locator = None if row_locator is None else \
             functools.partial(row_locator, drop_invalid_rows=drop_invalid_rows)
         self._df = self._arrange(df)
@@ -208,7 +213,7 @@ class SparkEngine(StoreBuilding, Engine):
     #: shares with it: the session, the columns, the placement and the block layout.
     SHARED_SETTINGS = ("spark", "sc", "owner", "is_local", "local_dir", "label_col", "qid_col", "weights", "spec",
                        "placement", "num_partitions", "dtype", "aggregation_depth", "tile_bytes", "_source_df",
-                       "_row_locator", "_df", "_auto_partitions", "_session_memory")
+                       "input_name", "_row_locator", "_df", "_auto_partitions", "_session_memory")
 
     def _memory(self) -> sizing.SessionMemory:
         """The session's memory settings (read once)."""

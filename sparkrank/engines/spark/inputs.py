@@ -35,6 +35,7 @@ def build_engine(source, *, spark=None, n_features: int | None = None, dtype: ty
                            aggregation_depth=aggregation_depth, n_features=n_features,
                            drop_invalid_rows=drop_invalid_rows, parquet_files=local_files() if local_files else None,
                            row_locator=getattr(source, "locate_row", None), size_hint=hint,
+                           input_name=getattr(source, "name", None),
                            weight_col=weights.row if weights else None,
                            group_weight_col=weights.group if weights else None)
     except Exception as exc:  # a value the --where cannot cast: say which input and filter, as in-process

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...data import memory
 from ...data.block import DataError
+from ...data.weights import GroupWeightError
 from ...io.spark.worker import worker_task
 from . import store
 from .block_writer import BlockWriter
@@ -195,6 +196,9 @@ def build_task(owner: store.Owner, store_id: str, row_groups: list[RowGroup], ru
             group, row = _row_in_file(pieces, offset + exc.row)
             ref["error"] = f"{group.path}: row {row}: {exc.detail}"
             ref["row_error"] = True  # the driver names the local reader's row (spark/locate.py)
+        except GroupWeightError as exc:  # the driver merges the blocks' (building.py)
+            _discard(writer)
+            ref["error"] = exc.payload()
         except DataError as exc:
             _discard(writer)
             ref["error"] = str(exc)

@@ -42,6 +42,7 @@ import numpy as np
 from ...defaults import LAYOUT
 from ...data.block import DROP_HINT, DataError, RankingData
 from ...data.groups import QueryGroups
+from ...data.weights import GroupWeightError
 from ...io.spark.errors import UnsafeDirectoryError
 from ...io.spark.shutdown import process_stat
 from ...io.spark.worker import worker_task
@@ -258,6 +259,9 @@ def build_block_task(owner: Owner, store_id: str, label_col: str, qid_col: str |
         except RowError as exc:
             writer.discard()
             ref["error"] = f"{_sample(batch, label_col, qid_col, exc.row)}: {exc.detail}"
+        except GroupWeightError as exc:  # the driver merges the blocks' (building.py)
+            writer.discard()
+            ref["error"] = exc.payload()
         except DataError as exc:
             writer.discard()
             ref["error"] = str(exc)

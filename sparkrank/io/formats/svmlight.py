@@ -19,7 +19,7 @@ import numpy as np
 from ...defaults import LAYOUT
 from ...data.block import DataError, RankingData
 from ...data.compression import decompressed, is_bzip2_name
-from ...data.weights import COST_COLUMN
+from ...data.weights import COST_COLUMN, GroupWeightError
 from .. import uri as U
 from ..fs import LOCAL
 from ..outputs import write_via_local_file
@@ -87,7 +87,11 @@ class SvmlightFormat(Format):
             X, labels, qid, cost = _filter_arrays(X, labels, qid, source.where, f"{source.name}: ", cost)
         weights = {"row_weights": cost if columns.weights.row == COST_COLUMN else None,
                    "group_weights": cost if columns.weights.group == COST_COLUMN else None}
-        return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout=LAYOUT, **weights)
+        try:
+            return RankingData.from_arrays(X, labels, qid, dtype=dtype, n_features=n_features, layout=LAYOUT,
+                                           **weights)
+        except GroupWeightError as exc:  # named by the input and the cost column, as on Spark
+            raise exc.named(COST_COLUMN, source.name) from None
 
     def data_shape(self, files, columns, itemsize):
         from ...data import memory
