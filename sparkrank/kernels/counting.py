@@ -30,7 +30,6 @@ from ..choices import COUNTING_METHODS, DEFAULT_COUNTING, DEFAULT_PAIR_RULE, PAI
 from ..data.groups import QueryGroups
 from . import level_counting, rbtree, tree_kinds, trees
 from .all_pairs import all_pairs as _all_pairs
-from .all_pairs import all_pairs_weighted as _all_pairs_weighted
 from .tree_kinds import DIRECT, RBTREE, SELECTION
 
 _THREADED_MIN_ROWS = 50_000
@@ -424,14 +423,10 @@ def count_support_pairs(
             raise ValueError(f"{weights.shape[0]} weights for {m} rows")
         if pair_rule == "adjacent":  # adjacent among the levels of rows of positive weight
             groups = level_counting.positive_weight_levels(groups, weights)
-    if method == "pairs":
-        if weights is not None:
-            return PairCounts(*_all_pairs_weighted(scores, values if values is not None else np.zeros(m),
-                                                   groups.labels, groups.label_rank, groups.offsets, float(margin),
-                                                   bool(inclusive), pair_rule == "adjacent", weights))
-        result = _all_pairs(scores, values if values is not None else np.zeros(m), groups.labels, groups.label_rank,
-                            groups.offsets, float(margin), bool(inclusive), pair_rule == "adjacent")
-        return PairCounts(*result)
+    if method == "pairs":  # weighted when weights are given (weight sums), else integer counts
+        return PairCounts(*_all_pairs(scores, values if values is not None else np.zeros(m), groups.labels,
+                                      groups.label_rank, groups.offsets, float(margin), bool(inclusive),
+                                      pair_rule == "adjacent", weights))
     if order is None:
         order = sort_within_groups(scores, groups.offsets)
     else:
