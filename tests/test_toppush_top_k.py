@@ -223,7 +223,9 @@ def test_top_k_gradient_is_a_subgradient_where_scores_tie(rng, tau):
 def _qp_top_k_primal(data, C, tau, scope):
     """The top-k push as a QP through ``T_k(p) = min_t t + (1/k)Σ_j [p_j − t]₊`` (Rockafellar–Uryasev):
     variables ``(w, ξ, t, e)``: min ``(λ/2)‖w‖² + (1/m)Σξ²`` s.t. ``e_j ≥ w·x⁻_j − t_u``, ``e ≥ 0``,
-    ``ξ_i ≥ 1 + t_u + (1/k)Σ_j e_j − w·x⁺_i``, ``ξ ≥ 0``."""
+    ``ξ_i ≥ 1 + t_u + (1/k)Σ_j e_j − w·x⁺_i``, ``ξ ≥ 0``.  A unit with ``k`` = all its negatives
+    takes their mean directly (``t_u``, ``e`` fixed at 0): there ``t_u → −∞`` with ``e`` growing
+    alike keeps every point optimal, an unbounded face on which cvxopt's interior point stalls."""
     from cvxopt import matrix, solvers
 
     X = data.X.toarray()
@@ -234,11 +236,23 @@ def _qp_top_k_primal(data, C, tau, scope):
     P = np.zeros((N, N))
     P[:n, :n] = np.eye(n) / (C * m)
     P[n:n + m, n:n + m] = 2.0 / m * np.eye(m)
-    G, h = [], []
+    G, h, fixed = [], [], []
     i = j = 0
     for u, (pos, neg) in enumerate(units):
         k = int(top_k_count(tau, np.array([neg.size]))[0])
         e_cols = n + m + U + j + np.arange(neg.size)
+        if k == neg.size:  # the mean of all negatives: ξ_i ≥ 1 + w·mean(x⁻) − w·x⁺_i
+            fixed += [n + m + u, *e_cols]
+            for r in pos:
+                row = np.zeros(N)
+                row[:n], row[n + i] = X[neg].mean(axis=0) - X[r], -1.0
+                G.append(row), h.append(-1.0)
+                row = np.zeros(N)
+                row[n + i] = -1.0
+                G.append(row), h.append(0.0)
+                i += 1
+            j += neg.size
+            continue
         for col, r in zip(e_cols, neg):
             row = np.zeros(N)
             row[:n], row[n + m + u], row[col] = X[r], -1.0, -1.0
@@ -257,7 +271,11 @@ def _qp_top_k_primal(data, C, tau, scope):
         j += neg.size
     solvers.options["show_progress"] = False
     solvers.options["abstol"] = solvers.options["reltol"] = solvers.options["feastol"] = 1e-10
-    sol = solvers.qp(matrix(P), matrix(np.zeros(N)), matrix(np.array(G)), matrix(np.array(h)))
+    A = np.eye(N)[fixed] if fixed else None
+    sol = solvers.qp(matrix(P), matrix(np.zeros(N)), matrix(np.array(G)), matrix(np.array(h)),
+                     *((matrix(A), matrix(np.zeros(len(fixed)))) if fixed else ()))
+    # at 1e-10 cvxopt may stop short of its tolerances ("unknown") on a point already this close
+    assert sol["status"] == "optimal" or sol["relative gap"] < 1e-8, (sol["status"], sol["relative gap"])
     return float(sol["primal objective"])
 
 
