@@ -2,6 +2,7 @@
 
     python bench/train_letor.py [--C 1 128]
     python bench/train_letor.py --whole-process [--rows 300000] [--liblinear PATH/train] [--repeat 3]
+                                [--ranker-computed [MEMORY]] [--only PART ...]
 
 cadata (one global ranking, 3,842 distinct real labels) is min-max scaled and split 80/20
 with a fixed seed.  Writes bench/results/train_letor.json.
@@ -17,13 +18,20 @@ features, ~2,500 queries, 5 grades, ~500 MB of text; ``--rows 1000000`` is issue
   Parquet directory written by Spark with an ML vector column (made once, by a Spark job);
 * ``API defaults``: ``sparkrank.load_svmlight(path)`` + ``sparkrank.train(data)``, and
   ``API, CLI settings``: the same with the CLI's layout (``"auto"``) and threads;
+* ``LinearRanker (plain scan)``: ``LinearRanker(groupCol="qid", solver="tron", C=1.0).fit`` on
+  ``spark.read.parquet`` of the converted file in a ``local[2]`` session (read from the files'
+  row groups, as the CLI reads them); with ``--ranker-computed`` also ``LinearRanker (computed
+  column)``, the same after a ``withColumn`` (read from the DataFrame itself); and
+  ``SparkSession + read.parquet``, that session and DataFrame without a fit (their own cost);
 * LIBLINEAR-ranksvm's ``train -s 8 -c 1`` (L2-loss RankSVM by TRON) when ``--liblinear``
   gives its binary.
 
-Per program: wall and CPU time, the fit (the solver's seconds as the run reports them) and the
-API's load, the process's peak RSS and its whole process tree's (sampled every 0.1 s); the
-minimum of ``--repeat`` runs (round robin); each measure over the text row's (and LIBLINEAR's);
-and whether each CLI run's model is the text row's bit for bit.  Also times ``read_svmlight``
+Per program: wall and CPU time, the fit (the solver's seconds as the run reports them), the
+API's load (LinearRanker's: the rest of its ``fit`` call) and the Spark session's start, the
+process's peak RSS and its whole process tree's (JVM and Python workers too; sampled every
+0.1 s); the minimum of ``--repeat`` runs (round robin); wall and tree peak over the text row's
+(and LIBLINEAR's), fit and tree peak over the Parquet row's; and whether each CLI and
+LinearRanker run's model is the text row's bit for bit.  Also times ``read_svmlight``
 alone on 1 and 2 threads, into CSR and dense rows (``--skip-parse`` skips it).  Writes
 bench/results/``--output``.json and .md (the table).
 """
@@ -75,18 +83,30 @@ def whole_process(args) -> int:
             cmds["CLI Parquet (Spark vectors)"] = _train(spark_vector_parquet(converted), tmp)
         cmds["API defaults"] = [sys.executable, "-c", API_SCRIPT, str(svm), "defaults"]
         cmds["API, CLI settings"] = [sys.executable, "-c", API_SCRIPT, str(svm), "cli"]
+        for name, mode, memory in ((SESSION, "session", ""), (RANKER, "scan", ""),
+                                   (RANKER_COMPUTED, "computed", args.ranker_computed)):
+            if mode != "computed" or args.ranker_computed is not None:
+                cmds[name] = [sys.executable, "-c", RANKER_SCRIPT, str(converted), f"{tmp}/MODEL", mode, memory]
         if args.liblinear:
             # -s 8: L2-regularized L2-loss RankSVM by TRON (lee-lin2014), the AA-tree counting
             cmds[LIBLINEAR] = [args.liblinear, "-s", "8", "-c", "1", "-q", str(svm), f"{tmp}/MODEL"]
+        if args.only:  # the two rows the ratios are over stay
+            cmds = {name: cmd for name, cmd in cmds.items()
+                    if name in ("CLI text", PARQUET) or any(part in name for part in args.only)}
         runs = {name: [] for name in cmds}
         for i in range(args.repeat):
             # round robin: a slow spell of the machine hits every program alike, not just one;
             # a fresh model path per run: no program is asked to replace an existing file
             for k, (name, cmd) in enumerate(cmds.items()):
-                run = run_measured([a.replace("MODEL", f"model-{k}-{i}") for a in cmd])
+                try:
+                    run = run_measured([a.replace("MODEL", f"model-{k}-{i}") for a in cmd])
+                except RuntimeError as exc:  # one program failing (out of memory) leaves the others' rows
+                    print(f"{name}: {exc}", file=sys.stderr, flush=True)
+                    runs[name].append({"failed": _cause(str(exc))})
+                    continue
                 runs[name].append({**run, **_fit_seconds(run.pop("output"))})
         same = _same_models(tmp, list(cmds), args.repeat)
-    best = {name: {k: min(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+    best = {name: _minima(rs) for name, rs in runs.items()}
     title = (f"{svm.name}: {args.rows:,} rows x {args.features} features ({svm.stat().st_size / 1e6:.0f} MB of text, "
              f"{converted.stat().st_size / 1e6:.0f} MB as Parquet); min of {args.repeat} runs; MB = MiB")
     print(f"\n{title}\n{process_table(best, same)}")
@@ -101,6 +121,24 @@ def whole_process(args) -> int:
         write_result(args.output, {**json.loads(out.read_text()), "parse": parse})
     print(f"\nwrote {out} and {md}")
     return 0
+
+
+def _minima(runs: list[dict]) -> dict:
+    """Each measure's minimum over the runs that finished (a text one, such as the engine chosen:
+    the first run's), or the first failure's cause when none finished."""
+    done = [r for r in runs if "failed" not in r]
+    if not done:
+        return runs[0]
+    return {k: min(r[k] for r in done) if isinstance(v, (int, float)) else v for k, v in done[0].items()}
+
+
+def _cause(message: str) -> str:
+    """The line of a failed run's output that says why (a Python or Java exception), else its last."""
+    import re
+
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    causes = [line for line in lines if re.match(r"^([\w.]+(Error|Exception)\b|Caused by:)", line)]
+    return (causes or lines or ["failed"])[0][:300]
 
 
 def _train(path: Path, tmp: str) -> list[str]:
@@ -130,6 +168,51 @@ else:
 print(json.dumps({"load_s": t1 - t0, "fit_s": time.perf_counter() - t1}))
 """
 
+SESSION = "SparkSession + read.parquet"
+RANKER = "LinearRanker (plain scan)"
+RANKER_COMPUTED = "LinearRanker (computed column)"
+#: ``LinearRanker.fit`` as docs/pyspark-ml.md has a user call it: a ``local[2]`` session (UI off;
+#: argv[4], when given, its ``spark.driver.memory``), ``spark.read.parquet`` of the converted file
+#: (``scan``: as it is, read from its row groups; ``computed``: after a ``withColumn``, which no
+#: file holds, so the DataFrame's own rows are read; ``session``: no fit, what the session and the
+#: DataFrame cost by themselves), the CLI row's settings (TRON, C = 1).  Saves the model (argv[2]); prints as JSON the
+#: session's start, the solver's seconds (``fit_s``, as the CLI reports its fit), ``spark.read.parquet``
+#: and the ``fit`` call (``call_s``: what the CLI's whole process does after its start) and the rest of it (``load_s``:
+#: reading the rows, the checks), and the engine the fit chose.
+RANKER_SCRIPT = r"""
+import json, logging, sys, time
+t0 = time.perf_counter()
+from pyspark.sql import SparkSession, functions as F
+from sparkrank.ml import LinearRanker
+path, model_path, mode, driver_memory = sys.argv[1:5]
+notes = []
+class Notes(logging.Handler):
+    def emit(self, record):
+        notes.append(record.getMessage())
+logging.getLogger("sparkrank.ml").addHandler(Notes())
+logging.getLogger("sparkrank.ml").setLevel(logging.INFO)
+builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+           .config("spark.ui.showConsoleProgress", "false"))
+spark = (builder.config("spark.driver.memory", driver_memory) if driver_memory else builder).getOrCreate()
+t1 = time.perf_counter()
+df = spark.read.parquet(path)
+if mode == "session":
+    df.schema
+    print(json.dumps({"session_s": t1 - t0, "call_s": time.perf_counter() - t1}))
+    spark.stop()
+    sys.exit(0)
+if mode == "computed":
+    df = df.withColumn("label", F.col("label") * 1.0)
+model = LinearRanker(groupCol="qid", solver="tron", C=1.0).fit(df)
+t2 = time.perf_counter()
+model.rankingModel.save(model_path)
+engine = [n.split("LinearRanker: ", 1)[-1] for n in notes if "engine (" in n]
+spark.stop()
+print(json.dumps({"session_s": t1 - t0, "fit_s": model.summary.seconds, "load_s": t2 - t1 - model.summary.seconds,
+                  "call_s": t2 - t1,
+                  "engine": engine[-1] if engine else None}))
+"""
+
 
 def _fit_seconds(output: str) -> dict:
     """The seconds a run says it spent: the API script's JSON line, the CLI's ``trained ...: N
@@ -146,7 +229,7 @@ def _fit_seconds(output: str) -> dict:
 
 
 def _same_models(tmp: str, names: list[str], repeat: int) -> dict:
-    """Per CLI row, whether its models' weights are those of ``CLI text``'s bit for bit."""
+    """Per CLI or LinearRanker row, whether its models' weights are those of ``CLI text``'s bit for bit."""
     from sparkrank.model import RankingModel
 
     def weights(k: int, i: int) -> bytes | None:
@@ -155,7 +238,7 @@ def _same_models(tmp: str, names: list[str], repeat: int) -> dict:
 
     text = weights(names.index("CLI text"), 0)
     return {name: all(weights(k, i) == text for i in range(repeat))
-            for k, name in enumerate(names) if name.startswith("CLI") and weights(k, 0) is not None}
+            for k, name in enumerate(names) if name.startswith(("CLI", "LinearRanker")) and weights(k, 0) is not None}
 
 
 def converted_parquet(svm: Path) -> Path:
@@ -195,24 +278,36 @@ def spark_vector_parquet(converted: Path) -> Path:
 
 
 LIBLINEAR = "LIBLINEAR-ranksvm -s 8 -c 1"
+PARQUET = "CLI Parquet (convert)"
 #: Columns of the table: key, header, format.
-MEASURES = [("wall_s", "wall", "{:.1f} s"), ("cpu_s", "CPU", "{:.1f} s"), ("fit_s", "fit", "{:.2f} s"),
-            ("load_s", "load", "{:.2f} s"), ("peak_mb", "peak RSS", "{:,.0f} MB"),
+MEASURES = [("wall_s", "wall", "{:.1f} s"), ("cpu_s", "CPU", "{:.1f} s"), ("session_s", "session", "{:.1f} s"),
+            ("load_s", "load", "{:.2f} s"), ("fit_s", "fit", "{:.2f} s"), ("call_s", "fit call", "{:.1f} s"), ("peak_mb", "peak RSS", "{:,.0f} MB"),
             ("tree_peak_mb", "tree peak", "{:,.0f} MB")]
 
 
 def process_table(best: dict, same: dict, markdown: bool = False) -> str:
-    """A row per program: its measures, wall and peak memory over the text row's (and over
-    LIBLINEAR's when it ran), and whether its model is the text row's bit for bit."""
-    base, lib = best["CLI text"], best.get(LIBLINEAR)
-    header = ["", *(h for _, h, _ in MEASURES), "wall / text", "peak / text"]
-    header += ["peak / LIBLINEAR"] if lib else []
-    header += ["model = text's"]
+    """A row per program: its measures, wall and the tree's peak memory over the text row's (and
+    over LIBLINEAR's when it ran); over the Parquet row's (the file every LinearRanker row reads)
+    its fit, its ``LinearRanker.fit`` call (else its wall) against that row's whole process, and
+    its tree peak; and whether its model is the text row's bit for bit."""
+    base, lib, parquet = best["CLI text"], best.get(LIBLINEAR), best[PARQUET]
+    header = ["", *(h for _, h, _ in MEASURES), "wall / text", "tree / text"]
+    header += ["tree / LIBLINEAR"] if lib else []
+    header += ["fit / Parquet", "call / Parquet wall", "tree / Parquet", "model = text's"]
+
+    def ratio(m: dict, key: str, of: dict) -> str:
+        return f"{m[key] / of[key]:.2f}" if key in m and key in of else "-"
+
     rows = []
     for name, m in best.items():
+        if "failed" in m:
+            rows.append([name, f"failed: {m['failed']}", *[""] * (len(header) - 2)])
+            continue
         row = [name, *(fmt.format(m[k]) if k in m else "-" for k, _, fmt in MEASURES),
-               f"{m['wall_s'] / base['wall_s']:.2f}", f"{m['peak_mb'] / base['peak_mb']:.2f}"]
-        row += [f"{m['peak_mb'] / lib['peak_mb']:.2f}"] if lib else []
+               ratio(m, "wall_s", base), ratio(m, "tree_peak_mb", base)]
+        row += [ratio(m, "tree_peak_mb", lib)] if lib else []
+        row += [ratio(m, "fit_s", parquet), ratio({"wall_s": m.get("call_s", m["wall_s"])}, "wall_s", parquet),
+                ratio(m, "tree_peak_mb", parquet)]
         row += [{True: "yes", False: "NO"}.get(same.get(name), "-")]
         rows.append(row)
     if markdown:
@@ -260,6 +355,11 @@ def main(argv=None) -> int:
                     "kept (default bench/results/data; 1M rows take ~3.5 GB)")
     ap.add_argument("--spark-parquet", action="store_true",
                     help="--whole-process: also a Parquet of Spark ML vectors written by Spark (minutes, once)")
+    ap.add_argument("--ranker-computed", metavar="MEMORY", nargs="?", const="", default=None,
+                    help="--whole-process: also LinearRanker on the Parquet after a withColumn (read from the "
+                    "DataFrame, not its files), its session with spark.driver.memory MEMORY when given")
+    ap.add_argument("--only", nargs="+", metavar="PART", help="--whole-process: only the programs whose "
+                    "names hold one of these (and the CLI text and Parquet rows)")
     ap.add_argument("--skip-parse", action="store_true", help="--whole-process: skip the read_svmlight timings")
     ap.add_argument("--output", default="train_letor_process", help="--whole-process: result file name")
     args = ap.parse_args(argv)

@@ -285,12 +285,13 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
         kind, reason = choose_fit_engine(self.getOrDefault(self.engine), frame, spark_only,
                                          parquet_files=local_files, collects=local_files is None)
         log.info("LinearRanker: the %s engine (%s)", kind, reason)
-        if runs_in_process(kind):
-            rows = collect_rows(frame, n_features) if local_files is None else files.ranking_data(n_features=n_features)
-            return engine_for(rows)
+        if runs_in_process(kind) and local_files is None:
+            return engine_for(collect_rows(frame, n_features))
         settings = EngineSettings(placement=self.getOrDefault(self.kernelPlacement),
                                   partitions=self._maybe(self.numPartitions),
                                   aggregation_depth=self._maybe(self.aggregationDepth))
+        # files (in-process or as Spark blocks) through the command line's backend: its memory
+        # check, its read and what it does after (the read's freed heap returned to the system)
         source = frame if files is None else files
         return backend(kind, settings, session=dataset.sparkSession).engine(source, n_features)
 
