@@ -233,6 +233,27 @@ def test_a_full_disk_names_the_file_and_leaves_nothing_on_the_local_engine(tmp_p
         assert sorted(p.name for p in full.iterdir()) == ["filler"]
 
 
+def test_a_full_disk_names_the_file_and_leaves_nothing_on_spark(spark, tmp_path, letor, capsys):
+    """ENOSPC on Spark's predict and convert (a py4j traceback and an empty directory once): one
+    line naming the output, exit 2, and nothing left but what filled the disk: no output
+    directory, no probe file, no Hadoop ``.crc``."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--input", str(letor), "--model", str(model), "-q"]) == 0
+    with _tmpfs(tmp_path / "full", "size=64k") as full:
+        _fill(full)
+        outputs = {f"file://{full}/scores.txt": "predict", f"file://{full}/scores.parquet": "predict",
+                   f"{full}/scores": "predict", f"file://{full}/c.parquet": "convert"}
+        for target, command in outputs.items():
+            capsys.readouterr()
+            args = ["--model", str(model)] if command == "predict" else []
+            rc = main([command, "--engine", "spark", *args, "--input", str(letor), "--output", target, "-q"])
+            err = capsys.readouterr().err
+            assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (target, err)
+            assert err.startswith(f"sparkrank {command}: error: cannot write {target}: ") and \
+                "No space left on device" in err, (target, err)
+            assert sorted(p.name for p in full.iterdir()) == ["filler"], target
+
+
 def test_a_read_only_file_uri_destination_says_so_on_both_engines(spark, tmp_path, capsys):
     """A ``file:///`` model on a read-only file system said ``does not exist`` on Spark (Hadoop's
     FileNotFoundException for a refused create): now both engines name the directory and why."""
