@@ -60,7 +60,7 @@ def data_fingerprint(engine) -> dict[str, Any]:
 
 #: How a refusal names each fingerprint entry that differs.
 _DATA_CHANGES = {"groups": "group ids or group sizes differ", "labels": "labels differ",
-                 "features": "feature values or indices differ"}
+                 "features": "feature values or indices differ", "weights": "row or group weights differ"}
 
 
 def data_changes(theirs: Any, mine: Any) -> str:
@@ -181,7 +181,8 @@ def check_compatible(found: dict[str, Any], meta: dict[str, Any], option: str = 
         if theirs == mine:
             continue
         if key in DATA_KEYS:
-            shown = [k for k in (mine or {}) if not isinstance(theirs, dict) or theirs.get(k) != mine.get(k)]
+            keys = list(mine or {}) + [k for k in (theirs if isinstance(theirs, dict) else {}) if k not in (mine or {})]
+            shown = [k for k in keys if not isinstance(theirs, dict) or theirs.get(k) != (mine or {}).get(k)]
             raise CheckpointMismatchError(
                 f"checkpoint {found['path']} was written with {key}={_subset(theirs, shown)!r}, but this fit has "
                 f"{key}={_subset(mine, shown)!r}: the data changed since the checkpoint "

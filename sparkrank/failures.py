@@ -77,6 +77,7 @@ class _State:
         self.watcher: threading.Thread | None = None
         self.deliver_at = 0.0  # time.monotonic() from which the watcher (re-)delivers the signal
         self.command = 0  # which run_command call of this process: an older one's watcher stops
+        self.silenced = -1  # the command whose interruption turned Spark's log off
 
 
 _STATE = _State()
@@ -111,12 +112,19 @@ def _handle(signum: int, frame) -> None:
 
 
 def _cancel_spark_jobs() -> None:
-    """Cancel the running Spark jobs, if a context runs (from this thread's own connection)."""
+    """Cancel the running Spark jobs, if a context runs (from this thread's own connection).
+
+    Spark's log is silenced first: the command ends in its one line, and the cancelled tasks'
+    echoes (a shuffle's "Error occurred while fetching local blocks", a broadcast's
+    ``SparkException`` stack trace from a task completion listener) are not the user's."""
     try:
         from pyspark import SparkContext
 
         sc = SparkContext._active_spark_context  # noqa: SLF001 - None when no Spark runs
         if sc is not None:
+            if _STATE.silenced != _STATE.command:
+                _STATE.silenced = _STATE.command
+                sc.setLogLevel("OFF")
             sc.cancelAllJobs()
     except Exception:  # noqa: BLE001 - the JVM may be gone already; the interruption goes on
         pass

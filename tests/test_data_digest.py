@@ -32,8 +32,10 @@ def _blocks_of_whole_queries(data: RankingData, rng, n_blocks: int) -> DataDiges
         rows = np.concatenate([np.arange(off[g], off[g + 1]) for g in groups])
         sizes = off[groups + 1] - off[groups]
         sub = data.X[rows]
+        g = data.groups
+        weights = {"row_weights": g.row_weights[rows], "group_weights": g.group_weights[groups]} if g.weighted else {}
         digest, pieces = block_digest(sub, data.groups.labels[rows], np.concatenate(([0], np.cumsum(sizes))),
-                                      group_keys(data.qids[groups], groups.size))
+                                      group_keys(data.qids[groups], groups.size), **weights)
         assert pieces == []
         total = total.add(digest)
     return total
@@ -50,8 +52,11 @@ def _blocks_cutting_queries(data: RankingData, rng, n_blocks: int) -> DataDigest
         offsets = np.concatenate(([0], inner - a, [b - a]))
         first = int(np.searchsorted(off, a, side="right")) - 1
         qids = data.qids[first: first + len(offsets) - 1]
+        g = data.groups
+        weights = {"row_weights": g.row_weights[a:b],
+                   "group_weights": g.group_weights[first: first + len(qids)]} if g.weighted else {}
         digest, cut = block_digest(data.X[a:b], data.groups.labels[a:b], offsets, group_keys(qids, len(qids)),
-                                   **cut_plan(off, a, b))
+                                   **cut_plan(off, a, b), **weights)
         total, pieces = total.add(digest), pieces + cut
     return total.add(digest_pieces(pieces))
 
@@ -108,6 +113,43 @@ def test_every_number_counts_and_is_named():
     assert f32["feature_storage"] == "float32 CSR" and base["feature_storage"] == "float64 CSR"
 
 
+def _weighted(data: RankingData, rng, row_weights=None, group_weights=None) -> RankingData:
+    """``data`` with row and group weights (random ones unless given; group weights per row)."""
+    g = data.groups
+    a = rng.integers(0, 4, data.n_rows) * 0.5 if row_weights is None else row_weights
+    b = np.repeat(rng.integers(1, 4, g.n_groups) * 1.5, g.group_sizes) if group_weights is None else group_weights
+    qid = data.qids[np.repeat(np.arange(g.n_groups), g.group_sizes)]
+    return RankingData.from_arrays(data.X, g.labels, qid, row_weights=a, group_weights=b)
+
+
+def test_row_and_group_weights_count_and_are_named(monkeypatch):
+    """A resumed fit must see the weights its checkpoint's fit saw: one row weight or one group
+    weight changed is a different digest, named ``weights``; rows without weights record none,
+    so checkpoints of unweighted rows read as before; blocks give the same digest however they
+    hold the weighted rows."""
+    monkeypatch.setattr(D, "CHUNK_ROWS", 5)  # queries of several chunks, cut anywhere
+    rng = np.random.default_rng(11)
+    plain = RankingData.from_arrays(*_rows(rng))
+    data = _weighted(plain, rng)
+    base = digest_of(data).as_dict()
+    assert "weights" not in digest_of(plain).as_dict()
+    assert sorted(k for k in base if base[k] != digest_of(plain).as_dict().get(k)) == ["weights"]
+    a = data.groups.row_weights.copy()
+    a[7] += 0.5
+    per_row = np.repeat(data.groups.group_weights, data.groups.group_sizes)
+    b = per_row.copy()
+    first, stop = data.groups.offsets[2], data.groups.offsets[3]
+    b[first:stop] *= 2  # one query's group weight
+    for changed in (_weighted(data, rng, row_weights=a, group_weights=per_row),
+                    _weighted(data, rng, row_weights=data.groups.row_weights, group_weights=b)):
+        other = digest_of(changed).as_dict()
+        assert sorted(k for k in base if base[k] != other[k]) == ["weights"]
+    expected = digest_of(data)
+    for n_blocks in (1, 3, 8):
+        assert _blocks_of_whole_queries(data, rng, n_blocks) == expected
+        assert _blocks_cutting_queries(data, rng, n_blocks) == expected
+
+
 def test_group_keys_are_the_same_for_any_integer_type():
     assert group_keys(np.array([3, -1], dtype=np.int32), 2) == group_keys(np.array([3, -1]), 2)
     assert group_keys(np.array(["a", "b"]), 2) == group_keys(np.array(["a", "b"], dtype=object), 2)
@@ -134,6 +176,30 @@ def test_spark_gives_the_local_digest_in_either_placement(spark, tmp_path):
     one_ranking = RankingData.from_arrays(data.X, data.groups.labels)
     with SparkEngine(df.drop("qid"), qid_col=None, num_partitions=4) as engine:
         assert engine.data_digest() == LocalEngine(one_ranking).data_digest()
+
+
+def test_spark_gives_the_local_digest_of_weighted_rows(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkrank.engines.local import LocalEngine
+    from sparkrank.engines.spark import SparkEngine
+
+    rng = np.random.default_rng(3)
+    m = 600
+    qid = np.sort(rng.integers(0, 40, m))
+    y, X = rng.integers(0, 4, m) * 0.5, rng.normal(size=(m, 6)).round(2)
+    a, b = rng.integers(0, 4, m) * 0.5, rng.integers(0, 3, 40)[qid] * 1.5
+    table = pa.table({"label": y, "qid": qid, "features": list(X), "wt": a, "gwt": b})
+    data = RankingData.from_arrays(X, y, qid, row_weights=a, group_weights=b, layout="dense")
+    path = str(tmp_path / "weighted.parquet")
+    pq.write_table(table, path, row_group_size=100)
+    expected = LocalEngine(data).data_digest()
+    assert "weights" in expected.as_dict()
+    for placement, partitions in (("executor", 3), ("driver", 2)):
+        with SparkEngine(spark.read.parquet(path), placement=placement, num_partitions=partitions,
+                         weight_col="wt", group_weight_col="gwt") as engine:
+            assert engine.data_digest() == expected, (placement, partitions)
 
 
 @pytest.mark.parametrize("dense", [False, True])

@@ -137,6 +137,35 @@ def test_a_signal_mid_fit_ends_the_command_in_one_line(tmp_path, letor, engine, 
     assert not [p for p in helpers if _alive(p)], "the session's processes end with the command"
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_spark_block_build_is_one_line_and_leaves_no_blocks(tmp_path, letor, signum):
+    """While the executors build the blocks (a shuffle by qid): one line, the signal's status, and
+    no block directory left in the executors' local directory (the engine was never returned, so
+    only the exit hook can remove it), nor the cancelled tasks' JVM errors on stderr."""
+    local = tmp_path / "local"
+    local.mkdir()
+    args = [sys.executable, "-m", "sparkrank", "train", "--engine", "spark", "--master", "local[2]",
+            "--input", str(letor), "--model", str(tmp_path / "model.json"), "--partitions", "4"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**_env(), "SPARK_LOCAL_DIRS": str(local)})
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "sparkrank.spark building " in line:
+            break
+    blocks = list(local.glob("sparkrank-blocks-*"))
+    deadline = time.monotonic() + 60
+    while not list(local.glob("sparkrank-blocks-*/*/*/part-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the first block's files are being written
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    stderr = "".join(lines) + err
+    assert proc.returncode == -signum, stderr[-3000:]
+    assert _foreign_lines(stderr) == [f"sparkrank train: interrupted by {signal.Signals(signum).name}"], stderr[-3000:]
+    assert blocks and [list(b.iterdir()) for b in blocks] == [[]], "the application's blocks are removed"
+    assert not (tmp_path / "model.json").exists()
+
+
 def test_sigterm_during_a_local_write_leaves_no_temporary_file(tmp_path, letor):
     """``convert`` writes CSV through a temporary file: SIGTERM while it is being written (it
     used to kill the process on the spot) removes it; no output appears."""
@@ -202,6 +231,27 @@ def test_a_full_disk_names_the_file_and_leaves_nothing_on_the_local_engine(tmp_p
             assert err.splitlines() == [f"sparkrank {command[0]}: error: cannot write {target}: No space left on "
                                         "device"], err
         assert sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+def test_a_full_disk_names_the_file_and_leaves_nothing_on_spark(spark, tmp_path, letor, capsys):
+    """ENOSPC on Spark's predict and convert (a py4j traceback and an empty directory once): one
+    line naming the output, exit 2, and nothing left but what filled the disk: no output
+    directory, no probe file, no Hadoop ``.crc``."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--input", str(letor), "--model", str(model), "-q"]) == 0
+    with _tmpfs(tmp_path / "full", "size=64k") as full:
+        _fill(full)
+        outputs = {f"file://{full}/scores.txt": "predict", f"file://{full}/scores.parquet": "predict",
+                   f"{full}/scores": "predict", f"file://{full}/c.parquet": "convert"}
+        for target, command in outputs.items():
+            capsys.readouterr()
+            args = ["--model", str(model)] if command == "predict" else []
+            rc = main([command, "--engine", "spark", *args, "--input", str(letor), "--output", target, "-q"])
+            err = capsys.readouterr().err
+            assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (target, err)
+            assert err.startswith(f"sparkrank {command}: error: cannot write {target}: ") and \
+                "No space left on device" in err, (target, err)
+            assert sorted(p.name for p in full.iterdir()) == ["filler"], target
 
 
 def test_a_read_only_file_uri_destination_says_so_on_both_engines(spark, tmp_path, capsys):

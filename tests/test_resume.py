@@ -284,6 +284,38 @@ def test_resume_on_changed_data_or_settings_is_refused(request, data, parquet, t
     assert "was written with tol=1e-06, but this fit has tol=1e-05" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_resume_on_other_row_weights_is_refused(request, tmp_path, engine, capsys):
+    """The same rows with one row weight in three changed: a resume would have gone on with the
+    old weights' cutting planes and written their model with exit 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkrank.cli import main
+
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    rng = np.random.default_rng(2)
+    m = 300
+    qid = np.sort(rng.integers(0, 15, m))
+    table = pa.table({"label": rng.integers(0, 3, m) * 1.0, "qid": qid, "features": list(rng.normal(size=(m, 4)))})
+    paths = {}
+    for name, weights in (("ones", np.ones(m)), ("thirds", np.where(np.arange(m) % 3, 1.0, 3.0))):
+        paths[name] = str(tmp_path / f"{name}.parquet")
+        pq.write_table(table.append_column("w", pa.array(weights)), paths[name])
+    common = ["train", "--engine", engine, "--solver", "bmrm", "-C", "0.5", "--weight-col", "w", "-q",
+              "--checkpoint-dir", str(tmp_path / "ck"), *(["--partitions", "2"] if engine == "spark" else [])]
+    assert main([*common, "--input", paths["ones"], "--model", str(tmp_path / "cut.json"), "--max-iter", "5"]) == 0
+    capsys.readouterr()
+    model = tmp_path / "resumed.json"
+    assert main([*common, "--input", paths["thirds"], "--model", str(model), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "the data changed since the checkpoint (row or group weights differ)" in err
+    assert not model.exists()
+    assert main([*common, "--input", paths["ones"], "--model", str(model), "--resume", "--max-iter", "8"]) == 0
+
+
 def test_resume_refuses_another_model_format(data, parquet, tmp_path, capsys):
     from sparkrank.cli import main
 

@@ -1,4 +1,5 @@
-"""A digest of every number a fit sees: group ids and sizes, labels, feature values and indices.
+"""A digest of every number a fit sees: group ids and sizes, labels, feature values and indices,
+and row and group weights when the rows have them.
 
 What a checkpoint is resumed against (:mod:`sparkrank.checkpoints`): a resumed fit must see the
 rows the checkpoint's fit saw, or it would continue the old data's fit and write its model.
@@ -12,8 +13,9 @@ do not depend on where a block starts:
 * a query's rows are hashed in *chunks* of :data:`CHUNK_ROWS` rows counted from its first row
   (one chunk for most queries), each chunk with BLAKE2b over the query's id, the chunk's number
   and the raw bytes of its labels (float64) and of its feature rows (dense rows as stored; CSR
-  as row lengths, int32 column indices and values);
-* a query's id and size are hashed once per query;
+  as row lengths, int32 column indices and values), and, for weighted rows, a third BLAKE2b
+  over the chunk's row weights (float64);
+* a query's id and size are hashed once per query, and so is its group weight (weighted rows);
 * the digests are added as 256-bit integers (mod 2²⁵⁶): the sum does not depend on the order
   the queries or blocks come in, and a block's sums add to another's.
 
@@ -48,29 +50,35 @@ class DataDigest:
     labels: int = 0
     features: int = 0
     storage: frozenset = field(default_factory=frozenset)
+    weights: int = 0  # 0: rows without weights (``weights`` is then not recorded)
 
     def add(self, other: "DataDigest | None") -> "DataDigest":
         if other is None:
             return self
         return DataDigest((self.groups + other.groups) % _MODULUS, (self.labels + other.labels) % _MODULUS,
-                          (self.features + other.features) % _MODULUS, self.storage | other.storage)
+                          (self.features + other.features) % _MODULUS, self.storage | other.storage,
+                          (self.weights + other.weights) % _MODULUS)
 
     def as_dict(self) -> dict[str, str]:
-        """The digest as a checkpoint records it (hex strings of 128 bits of each sum)."""
-        return {"feature_storage": ", ".join(sorted(self.storage)), "groups": _hex(self.groups),
-                "labels": _hex(self.labels), "features": _hex(self.features)}
+        """The digest as a checkpoint records it (hex strings of 128 bits of each sum; ``weights``
+        only for weighted rows, so that a checkpoint of unweighted rows reads as it always did)."""
+        out = {"feature_storage": ", ".join(sorted(self.storage)), "groups": _hex(self.groups),
+               "labels": _hex(self.labels), "features": _hex(self.features)}
+        return {**out, "weights": _hex(self.weights)} if self.weights else out
 
 
 @dataclass(frozen=True)
 class Piece:
     """Rows of a chunk that a block boundary cut: the chunk (its query's key and number), where
-    the rows start in the query, and the bytes of their labels and feature rows (:class:`_RowBytes`)."""
+    the rows start in the query, and the bytes of their labels and feature rows (:class:`_RowBytes`)
+    and of their row weights (``b""``: rows without weights)."""
 
     key: bytes
     chunk: int
     start: int
     labels: bytes
     rows: tuple
+    weights: bytes = b""
 
 
 def _hex(value: int) -> str:
@@ -83,6 +91,7 @@ def _number(h) -> int:
 
 _LENGTH = struct.Struct("<Q")
 _NUMBER = struct.Struct("<q")
+_WEIGHT = struct.Struct("<d")
 
 
 def group_keys(qids: np.ndarray | None, n_groups: int) -> list[bytes]:
@@ -123,8 +132,9 @@ class _RowBytes:
     the block's arrays made once (a chunk then costs no numpy call: most queries are one chunk
     of a few rows)."""
 
-    def __init__(self, X, labels: np.ndarray):
+    def __init__(self, X, labels: np.ndarray, row_weights: np.ndarray | None = None):
         self.labels = _bytes(labels, np.float64)
+        self.weights = None if row_weights is None else _bytes(row_weights, np.float64)
         if isinstance(X, np.ndarray):
             self.dense = _bytes(X)
             self.row_bytes = X.shape[1] * X.itemsize if X.ndim == 2 else 0
@@ -146,19 +156,28 @@ class _RowBytes:
                 self.values[self.value_bytes * lo: self.value_bytes * hi])
 
 
-def _chunk_digest(key_prefix: bytes, chunk: int, labels, rows: tuple) -> tuple[int, int]:
-    """The labels' and the features' digests of one chunk (its bytes as :class:`_RowBytes` gives them)."""
+def _chunk_digest(key_prefix: bytes, chunk: int, labels, rows: tuple, weights=None) -> tuple[int, int, int]:
+    """The labels', the features' and the row weights' digests of one chunk (its bytes as
+    :class:`_RowBytes` gives them; weights 0 for rows without weights)."""
     prefix = key_prefix + _NUMBER.pack(chunk)
     h = hashlib.blake2b(prefix, digest_size=_DIGEST_BYTES)
     h.update(labels)
     f = hashlib.blake2b(prefix, digest_size=_DIGEST_BYTES)
     for part in rows:
         f.update(part)
-    return _number(h), _number(f)
+    if weights is None:
+        return _number(h), _number(f), 0
+    return _number(h), _number(f), _number(hashlib.blake2b(prefix + b"row weights" + weights,
+                                                           digest_size=_DIGEST_BYTES))
+
+
+def _group_weight_digest(key_prefix: bytes, weight: float) -> int:
+    return _number(hashlib.blake2b(key_prefix + b"group weight" + _WEIGHT.pack(weight), digest_size=_DIGEST_BYTES))
 
 
 def block_digest(X, labels: np.ndarray, offsets: np.ndarray, keys: Sequence[bytes], *, lead: int = 0,
-                 continues: bool = False, last_size: int = 0) -> tuple[DataDigest, list[Piece]]:
+                 continues: bool = False, last_size: int = 0, row_weights: np.ndarray | None = None,
+                 group_weights: np.ndarray | None = None) -> tuple[DataDigest, list[Piece]]:
     """The digest of a block of whole or cut queries, and the pieces of the chunks it cut.
 
     Parameters
@@ -174,9 +193,11 @@ def block_digest(X, labels: np.ndarray, offsets: np.ndarray, keys: Sequence[byte
         is counted (its key and size) by the block where it starts.
     continues : bool
         Whether the block's last query goes on in the next block; then ``last_size`` is its size.
+    row_weights, group_weights : float64 arrays (rows,) and (queries,), or None
+        The rows' weights (:class:`~sparkrank.data.groups.QueryGroups`: both or neither).
     """
-    view = _RowBytes(X, labels)
-    labels_sum = features_sum = 0
+    view = _RowBytes(X, labels, row_weights)
+    labels_sum = features_sum = weights_sum = 0
     pieces: list[Piece] = []
     offsets = np.asarray(offsets, dtype=np.int64).tolist()
     n_rows = offsets[-1] if offsets else 0
@@ -188,21 +209,26 @@ def block_digest(X, labels: np.ndarray, offsets: np.ndarray, keys: Sequence[byte
         if position == 0:
             size = last_size if continues and stop == n_rows else stop - row
             groups_sum += _number(hashlib.blake2b(key_prefix + _NUMBER.pack(size), digest_size=_DIGEST_BYTES))
+            if group_weights is not None:
+                weights_sum += _group_weight_digest(key_prefix, float(group_weights[j]))
         while row < stop:
             end = min(stop, row + CHUNK_ROWS - position % CHUNK_ROWS)
             rows, chunk_labels = view.rows(row, end), view.labels[8 * row: 8 * end]
+            chunk_weights = None if view.weights is None else view.weights[8 * row: 8 * end]
             if (row == 0 and position % CHUNK_ROWS) or \
                     (continues and end == n_rows and (position + end - row) % CHUNK_ROWS):
                 pieces.append(Piece(key, position // CHUNK_ROWS, position, bytes(chunk_labels),
-                                    tuple(bytes(r) for r in rows)))
+                                    tuple(bytes(r) for r in rows), b"" if chunk_weights is None else bytes(chunk_weights)))
             else:
-                lab, feat = _chunk_digest(key_prefix, position // CHUNK_ROWS, chunk_labels, rows)
+                lab, feat, wt = _chunk_digest(key_prefix, position // CHUNK_ROWS, chunk_labels, rows, chunk_weights)
                 labels_sum += lab
                 features_sum += feat
+                weights_sum += wt
             position += end - row
             row = end
     storage = frozenset([storage_name(X)]) if n_rows else frozenset()
-    return DataDigest(groups_sum % _MODULUS, labels_sum % _MODULUS, features_sum % _MODULUS, storage), pieces
+    return DataDigest(groups_sum % _MODULUS, labels_sum % _MODULUS, features_sum % _MODULUS, storage,
+                      weights_sum % _MODULUS), pieces
 
 
 def digest_pieces(pieces: Sequence[Piece]) -> DataDigest:
@@ -211,14 +237,16 @@ def digest_pieces(pieces: Sequence[Piece]) -> DataDigest:
     chunks: dict[tuple[bytes, int], list[Piece]] = {}
     for p in pieces:
         chunks.setdefault((p.key, p.chunk), []).append(p)
-    labels_sum = features_sum = 0
+    labels_sum = features_sum = weights_sum = 0
     for (key, chunk), parts in chunks.items():
         parts.sort(key=lambda p: p.start)
         rows = tuple(b"".join(p.rows[k] for p in parts) for k in range(len(parts[0].rows)))
-        lab, feat = _chunk_digest(_key_prefix(key), chunk, b"".join(p.labels for p in parts), rows)
+        weights = b"".join(p.weights for p in parts) or None
+        lab, feat, wt = _chunk_digest(_key_prefix(key), chunk, b"".join(p.labels for p in parts), rows, weights)
         labels_sum += lab
         features_sum += feat
-    return DataDigest(0, labels_sum % _MODULUS, features_sum % _MODULUS)
+        weights_sum += wt
+    return DataDigest(0, labels_sum % _MODULUS, features_sum % _MODULUS, weights=weights_sum % _MODULUS)
 
 
 def cut_plan(offsets: np.ndarray, a: int, b: int) -> dict[str, Any]:
@@ -236,7 +264,8 @@ def digest_of(data: Any, rows: tuple[int, int] | None = None) -> DataDigest:
     ``rows`` ``a:b`` (whole queries: ``a`` and ``b`` are query boundaries)."""
     g = data.groups
     if rows is None:
-        return block_digest(data.X, g.labels, g.offsets, group_keys(data.qids, g.n_groups))[0]
+        return block_digest(data.X, g.labels, g.offsets, group_keys(data.qids, g.n_groups),
+                            row_weights=g.row_weights, group_weights=g.group_weights)[0]
     a, b = rows
     first, last = (int(i) for i in np.searchsorted(g.offsets, [a, b]))
     X = data.X
@@ -244,4 +273,7 @@ def digest_of(data: Any, rows: tuple[int, int] | None = None) -> DataDigest:
     view = X[a:b] if isinstance(X, np.ndarray) else SimpleNamespace(indptr=X.indptr[a:b + 1], indices=X.indices,
                                                                       data=X.data)
     keys = group_keys(None if data.qids is None else data.qids[first:last], last - first)
-    return block_digest(view, g.labels[a:b], g.offsets[first:last + 1] - a, keys)[0]
+    weighted = g.row_weights is not None
+    return block_digest(view, g.labels[a:b], g.offsets[first:last + 1] - a, keys,
+                        row_weights=g.row_weights[a:b] if weighted else None,
+                        group_weights=g.group_weights[first:last] if weighted else None)[0]

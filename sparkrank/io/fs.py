@@ -149,15 +149,26 @@ class FileSystem(ABC):
     def probe_writable(self, directory: str) -> None:
         """Create ``directory`` if needed and write + delete a probe file in it; raises
         ``OSError`` naming the directory when that fails (read-only, impossible path)."""
-        if self.exists(directory) and not self.is_dir(directory):
+        existed = self.exists(directory)
+        if existed and not self.is_dir(directory):
             raise OSError(f"{directory} is a file, not a directory")
         self.mkdirs(directory)
         probe = U.join(directory, f".sparkrank-probe-{uuid.uuid4().hex[:12]}")
         try:
             self._write_new(probe, b"")
         except OSError as exc:  # read-only, no permission, full: about the directory, not the probe
+            self._remove_quietly(probe)  # a full disk may have left it empty (and Hadoop its .crc)
+            if not existed:
+                self._remove_quietly(directory)
             raise FileError(f"{directory} is not writable", _reason(exc) or str(exc), exc.errno) from None
         self.delete(probe)
+
+    def _remove_quietly(self, path: str) -> None:
+        try:
+            if self.exists(path):
+                self.delete(path, recursive=True)
+        except Exception:  # noqa: BLE001 - the failure being reported is the one that matters
+            pass
 
 
 class LocalFileSystem(FileSystem):

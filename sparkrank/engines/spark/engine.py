@@ -33,7 +33,6 @@ import itertools
 import logging
 import os
 import shutil
-import weakref
 from typing import Literal
 
 import numpy as np
@@ -62,21 +61,22 @@ class ExecutorLossError(ClusterError):
     """Blocks or kernel states kept being lost: the pass failed :data:`MAX_RECOVERIES` times."""
 
 
-_OPEN_ENGINES: "weakref.WeakSet[SparkEngine]" = weakref.WeakSet()
+#: Local mode: the block directories of this driver's applications, removed at exit.  Paths, not
+#: engines: an engine whose close() was interrupted (Ctrl-C during its clean-up job or its build),
+#: or that was collected before the exit, leaves its files there all the same.
+_LOCAL_APP_DIRS: set[str] = set()
 _EXIT_HOOK: list[bool] = []
 
 
 def _close_at_exit() -> None:
-    """Driver exit hook: remove the block directories of engines never closed.
+    """Driver exit hook: remove this driver's block directories.
 
     Local mode: the executors share this host, so the application's directory is removed
     here (no Spark job at exit: the context may be going down).  On a cluster the worker
     deletes each application's local directories, block files included, when it ends.
     """
-    for engine in list(_OPEN_ENGINES):
-        if engine.is_local:
-            shutil.rmtree(os.path.join(store.blocks_root(engine.local_dir), engine.owner.app_id),
-                          ignore_errors=True)
+    for path in list(_LOCAL_APP_DIRS):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 #: Tasks per core of a pass on a local master (each over several blocks when there are more).
@@ -240,7 +240,8 @@ class SparkEngine(StoreBuilding, Engine):
 
     def _open(self) -> None:
         """Build the blocks, the engine registered for closing at exit first."""
-        _OPEN_ENGINES.add(self)
+        if self.is_local:
+            _LOCAL_APP_DIRS.add(os.path.join(store.blocks_root(self.local_dir), self.owner.app_id))
         if not _EXIT_HOOK:
             atexit.register(_close_at_exit)
             _EXIT_HOOK.append(True)
@@ -485,7 +486,6 @@ class SparkEngine(StoreBuilding, Engine):
 
     def close(self) -> None:
         """Delete the block files and drop the cached references."""
-        _OPEN_ENGINES.discard(self)
         if getattr(self, "_refs_rdd", None) is None:
             return
         try:

@@ -194,6 +194,7 @@ def digest_task(plans: dict[int, dict] | None):
                 b = open_block(ref.path, ref.width)
                 g = b.groups
                 yield block_digest(b.X, g.labels, g.offsets, group_keys(b.qids, g.n_groups),
+                                   row_weights=g.row_weights, group_weights=g.group_weights,
                                    **(plans[ref.partition] if plans else {}))
 
     return worker_task(task)

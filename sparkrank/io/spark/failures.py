@@ -204,6 +204,11 @@ def stop_session_quietly() -> None:
     try:
         from .shutdown import stop_local_python_daemons
 
+        try:  # the running tasks' errors as the executor goes down: not the user's
+            sc.setLogLevel("OFF")
+        except Exception:  # noqa: BLE001 - the JVM may be gone
+            pass
+
         try:
             stop_local_python_daemons(sc)
         except Exception:  # noqa: BLE001 - the JVM may be gone: nothing left to stop
