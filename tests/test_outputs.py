@@ -369,6 +369,28 @@ def test_per_query_csv_is_the_same_file_on_both_engines(spark, tmp_path, small):
     assert "." not in first.split(",")[1] and "." not in first.split(",")[2]  # rows, pairs: integers
 
 
+def test_per_query_csv_rows_come_in_one_order_on_both_engines(spark, tmp_path, small):
+    """Text query ids whose input order is not their sorted order: the same rows in the same
+    order (by query id) on both engines (in-process they came in input order)."""
+    table = pq.read_table(small)
+    qid = table.column("qid").to_numpy()
+    names = np.array([f"q{(7 * q) % 23:02d}-{q}" for q in range(qid.max() + 1)])
+    text = tmp_path / "text-ids.parquet"
+    pq.write_table(table.set_column(table.column_names.index("qid"), "qid", pa.array(names[qid])), text)
+    assert list(names[np.unique(qid)]) != sorted(names[np.unique(qid)])  # the input is not in id order
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(text), "--model", str(model), "-q"]) == 0
+    texts = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / f"per-query-{engine}.csv"
+        assert main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(text), "--per-query",
+                     str(out), "-q"]) == 0
+        texts[engine] = out.read_text()
+    assert texts["local"] == texts["spark"]
+    ids = [line.split(",")[0].strip('"') for line in texts["local"].splitlines()[1:]]
+    assert ids == sorted(ids) and len(ids) == np.unique(qid).size
+
+
 def test_per_query_csv_is_quoted_and_formula_safe(tmp_path, small):
     table = pq.read_table(small)
     qids = np.array(["=cmd|' /C calc'!A0", "a,b", "-3", "+x", "@y", "plain"])[table.column("qid").to_numpy() % 6]

@@ -388,7 +388,8 @@ class InProcessBackend(Backend):
             raise DataError(f"{source.name} has no group ids; --per-query needs them")
         per = metrics(data.groups, model.predict(data))
         header = [source.columns.group_name or "qid", *per]
-        columns = [data.qids.tolist(), *[per[k].tolist() for k in per]]  # counts stay integers, as on Spark
+        by_qid = np.argsort(data.qids, kind="stable")  # queries by id, as the Spark engine orders them
+        columns = [data.qids[by_qid].tolist(), *[per[k][by_qid].tolist() for k in per]]  # counts stay integers
         if is_csv(path):
             write_csv(path, header, list(zip(*columns)))
         else:
