@@ -10,7 +10,7 @@ flags, executor memory, loopback driver address, the JVMs' class-data archive) r
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Every
 ``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~10 s and
 ~13 CPU-seconds alone here, with the JVMs' class-data archive), so one job carries as many checks
-as it can: 8 submissions in all.
+as it can: 9 submissions in all.
 
 * The README's train job (TRON) loses an executor JVM after iteration 2 and a whole worker
   after iteration 4, and must still give the weights of an undisturbed run bit for bit: the
@@ -20,6 +20,7 @@ as it can: 8 submissions in all.
   ``--resume`` must end in the undisturbed BMRM model, bit for bit.
 * On a Hive-partitioned lake filtered by ``--where``, the tune job (every fit from w = 0) refits
   the kept rows exactly as the local engine does, and the predict job scores them with its model.
+* An executor that runs out of heap for real is one error line naming ``spark.executor.memory``.
 
 Iterations are read from the jobs' log lines; faults are ``kill -9`` of processes this module
 started (or that the cluster started for it).
@@ -526,3 +527,35 @@ def test_a_master_lost_during_a_fit_does_not_stop_it(tmp_path, data, reference):
     assert rc == 0, job.log[-6000:]
     assert "Traceback" not in job.log and "sparkrank train: error" not in job.log, job.log[-6000:]
     np.testing.assert_array_equal(_weights(model), reference("tron"))
+
+
+# -- an executor out of memory (issue 38 item 3) ----------------------------------------------------
+
+def test_an_executor_out_of_memory_is_one_line_naming_spark_executor_memory(cluster, data, tmp_path):
+    """``sparkrank train --master`` on SVMlight text with one 200 MB line, executors of 512 MB:
+    the executor reading that line runs out of heap for real (its JVM then exits with code 52) and
+    the command prints one line, exit 2, naming the executor's JVM, the stage and
+    ``spark.executor.memory`` with its value -- nothing else on stderr (Spark's "Lost executor"
+    line included), no traceback, no model written.  ``spark.task.maxFailures=1`` keeps it to one
+    executor's death (each attempt would kill one)."""
+    huge = tmp_path / "huge.txt"
+    lines = (data / "test.txt").read_text().splitlines()[:300]
+    huge.write_text("\n".join([*lines[:150], "x" * (200 << 20), *lines[150:]]) + "\n")
+    model = tmp_path / "m.json"
+    cmd = [str(VENV_BIN / "sparkrank"), "train", "--input", str(huge), "--model", str(model),
+           "--master", cluster.master_url, "--conf", "spark.executor.memory=512m",
+           "--conf", "spark.task.maxFailures=1", "-q"]
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, cwd=tmp_path, env=_submit_env(cluster), capture_output=True, text=True,
+                           timeout=SUBMIT_TIMEOUT)
+    finally:
+        huge.unlink()  # 200 MB
+    print(f"failed in {time.monotonic() - t0:.1f}s")
+    banner = "WARNING: Using incubator modules: jdk.incubator.vector"
+    said = [ln for ln in r.stderr.splitlines() if ln.strip() and ln != banner]
+    assert r.returncode == 2 and len(said) == 1, r.stderr[-6000:]
+    assert re.fullmatch(r"sparkrank train: error: a Spark executor's JVM ran out of memory \((exit code 52: )?"
+                        r"java\.lang\.OutOfMemoryError[^)]*\) in a task of stage [\d.]+; raise spark\.executor\.memory "
+                        r"\(now 512m\) or give more --partitions so each task holds fewer rows", said[0]), said
+    assert "Traceback" not in r.stdout + r.stderr and not model.exists()

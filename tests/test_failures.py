@@ -427,6 +427,10 @@ def test_a_memory_error_in_a_python_worker_names_the_workers():
     assert job_failure_message(text, {"master": "spark://h:7077"}) == (
         "a Spark Python worker ran out of memory (MemoryError) in a task; give more --partitions so each task "
         "holds fewer rows, or more memory to the executors' hosts")
+    # a session that limits the workers: that setting is the one to raise
+    assert job_failure_message(text, {"master": "spark://h:7077", "pyspark_memory": "256m"}) == (
+        "a Spark Python worker ran out of memory (MemoryError) in a task; raise spark.executor.pyspark.memory (now "
+        "256m, each Python worker's limit) or give more --partitions so each task holds fewer rows")
 
 
 # ----------------------------------------------------------------------------- memory in this process

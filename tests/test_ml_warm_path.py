@@ -113,3 +113,55 @@ def test_cross_validator_gives_the_same_models_for_any_parallelism(spark, df, es
     assert _bits(serial[1]) == _bits(parallel[1])
     assert serial[2] == parallel[2] == 3  # one engine per fold and one for the refit
     release_blocks()
+
+
+def test_cross_validator_over_a_ranking_pipeline_trains_the_c_path_as_the_ranker_does(spark, df, tmp_path):
+    """``RankingPipeline([VectorAssembler, LinearRanker])``: the assembler fitted once per fold and
+    the ranker's C path with warm starts, so ``CrossValidator`` gives the metrics and the best
+    model of the ranker alone on the assembled frame, bit for bit, from one engine per fold (and
+    one for the refit); a grid over an earlier stage's param takes ``Pipeline``'s own path, and
+    the pipeline saves and loads as itself."""
+    from pyspark.ml import PipelineModel
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.ml.tuning import CrossValidator, ParamGridBuilder
+
+    from sparkrank.ml import LinearRanker, RankingEvaluator, RankingPipeline, release_blocks, with_group_folds
+    from sparkrank.ml.block_cache import BLOCKS
+
+    names = [f"f{j}" for j in range(5)]
+    frame = df.selectExpr("label", "qid", *[f"features[{j}] AS f{j}" for j in range(5)])
+    folded = with_group_folds(frame, "qid", numFolds=2, seed=1).cache()
+
+    def cross_validate(pipeline: bool, grid_over_assembler: bool = False, warm: bool = True):
+        release_blocks()
+        ranker = LinearRanker(solver="tron", standardization="standard", warmStart=warm)
+        assembler = VectorAssembler(inputCols=names, outputCol="features")
+        grid = ParamGridBuilder().addGrid(ranker.C, GRID)
+        if grid_over_assembler:
+            grid = grid.addGrid(assembler.handleInvalid, ["error"])
+        est = RankingPipeline(stages=[assembler, ranker]) if pipeline else ranker
+        data = folded if pipeline else assembler.transform(folded)
+        cv = CrossValidator(estimator=est, estimatorParamMaps=grid.build(), numFolds=2, foldCol="fold",
+                            evaluator=RankingEvaluator(metricName="ndcg@10"), parallelism=2)
+        before = BLOCKS.builds
+        model = cv.fit(data)
+        best = model.bestModel.stages[-1] if pipeline else model.bestModel
+        return model, best, BLOCKS.builds - before
+
+    alone, _, _ = cross_validate(False)
+    piped, best, builds = cross_validate(True)
+    assert isinstance(piped.bestModel, PipelineModel)
+    assert piped.avgMetrics == alone.avgMetrics
+    assert _bits(best.weights) == _bits(alone.bestModel.weights)
+    assert builds == 3  # one engine per fold and one for the refit
+    # a grid over the assembler's param: Pipeline.fitMultiple, each map's own cold fit
+    cold, _, _ = cross_validate(False, warm=False)
+    fallback, fallback_best, _ = cross_validate(True, grid_over_assembler=True)
+    assert fallback.avgMetrics == cold.avgMetrics
+    assert _bits(fallback_best.weights) == _bits(cold.bestModel.weights)
+    pipe = RankingPipeline(stages=[VectorAssembler(inputCols=names, outputCol="features"), LinearRanker()])
+    pipe.write().overwrite().save(str(tmp_path / "pipe"))
+    loaded = RankingPipeline.load(str(tmp_path / "pipe"))
+    assert isinstance(loaded, RankingPipeline) and loaded.uid == pipe.uid
+    assert [type(s).__name__ for s in loaded.getStages()] == ["VectorAssembler", "LinearRanker"]
+    release_blocks()

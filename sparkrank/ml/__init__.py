@@ -19,12 +19,14 @@ from .estimator import LinearRanker
 from .evaluator import RankingEvaluator
 from .folds import group_train_validation_split, with_group_folds
 from .model import LinearRankerModel, LinearRankerSummary
+from .pipeline import RankingPipeline
 
 __all__ = [
     "LinearRanker",
     "LinearRankerModel",
     "LinearRankerSummary",
     "RankingEvaluator",
+    "RankingPipeline",
     "group_train_validation_split",
     "latest_checkpoint",
     "release_blocks",

@@ -154,8 +154,11 @@ atexit.register(BLOCKS.release)
 
 def release_blocks() -> None:
     """Free the blocks ``LinearRanker`` keeps from its last fit (executor memory and files) and
-    the rows ``RankingEvaluator`` keeps of the last scored input (:mod:`sparkrank.ml.scored_rows`)."""
+    the rows ``RankingEvaluator`` keeps of the last scored input (:mod:`sparkrank.ml.scored_rows`)
+    and of the last collected fold source (:mod:`sparkrank.ml.fold_views`)."""
+    from .fold_views import VIEWS
     from .scored_rows import INPUTS
 
     BLOCKS.release()
     INPUTS.release()
+    VIEWS.release()

@@ -52,7 +52,12 @@ def with_group_folds(df, groupCol: str = "qid", numFolds: int = 3, seed: int = 0
         raise ValueError(f"numFolds must be at least 2; got {numFolds}")
     if foldCol in df.columns:
         raise ValueError(f"the data already has a column {foldCol!r}; choose another foldCol")
-    return df.withColumn(foldCol, spark_group_fold(groupCol, int(numFolds), seed).cast("int"))
+    folded = df.withColumn(foldCol, spark_group_fold(groupCol, int(numFolds), seed).cast("int"))
+    # CrossValidator's fold frames of it are then read from one collection (fold_views)
+    from .fold_views import VIEWS
+
+    VIEWS.register(folded, foldCol, int(numFolds))
+    return folded
 
 
 def group_train_validation_split(df, groupCol: str = "qid", trainRatio: float = 0.75, seed: int = 0):

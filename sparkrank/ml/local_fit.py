@@ -101,7 +101,15 @@ def collect_rows(source, n_features: int | None = None):
 
 
 def collect_table(df, names: list[str]):
-    """The columns ``names`` of ``df`` as one Arrow table in this process (one Spark job)."""
+    """The columns ``names`` of ``df`` as one Arrow table in this process: one Spark job, or none
+    when ``df`` is a fold view of a frame already collected (:mod:`sparkrank.ml.fold_views`)."""
+    from .fold_views import VIEWS
+
+    viewed = VIEWS.table(df, names, _collect)
+    return _collect(df, names) if viewed is None else viewed
+
+
+def _collect(df, names: list[str]):
     import pyarrow as pa
 
     selected = df.select(*[f"`{n}`" for n in names])

@@ -10,7 +10,8 @@ text (the forms below were captured from real runs: ``tests/test_failures.py``):
   Spark's scratch directory (``spark.local.dir``);
 * ``java.lang.OutOfMemoryError``: in a task on an executor, ``spark.executor.memory``; in
   the driver (a local master runs the tasks there too), ``--driver-memory``;
-* a Python ``MemoryError`` in a task: the executors' Python workers;
+* a Python ``MemoryError`` in a task: the executors' Python workers
+  (``spark.executor.pyspark.memory`` when the session limits them);
 * ``Python worker exited unexpectedly (crashed)``: a worker killed (the kernel's
   out-of-memory killer, ``kill -9``) or crashed;
 * an executor lost (``ExecutorLostFailure``), with its exit code;
@@ -75,6 +76,7 @@ def _remember_settings(sc) -> None:
     _SETTINGS.update(master=sc.master, driver_memory=conf.get("spark.driver.memory", "1g"),
                      executor_memory=conf.get("spark.executor.memory", "1g"),
                      local_dir=conf.get("spark.local.dir", "/tmp"),
+                     pyspark_memory=conf.get("spark.executor.pyspark.memory", ""),
                      max_failures=conf.get("spark.task.maxFailures", "4"))
 
 
@@ -103,8 +105,7 @@ def job_failure_message(text: str, settings: dict | None = None) -> str | None:
         on_executor = lost is not None and not lost.group(2).endswith("executor driver")
         return executor_oom_message(what, where, settings) if on_executor else driver_oom_message(what, settings)
     if _PYTHON_MEMORY.search(text) and ("PythonException" in text or "pyspark" in text):
-        return (f"a Spark Python worker ran out of memory (MemoryError) in {where}; give more --partitions so "
-                "each task holds fewer rows, or more memory to the executors' hosts")
+        return python_worker_memory_message(where, settings)
     if _WORKER_CRASHED in text:
         return (f"a Spark Python worker died in {where} (killed, e.g. by the kernel's out-of-memory killer, or "
                 f"crashed); {_retry_hint(settings)}")
@@ -137,6 +138,18 @@ def driver_oom_message(what: str, settings: dict) -> str:
     runs = " (a local master runs the executors' tasks in it too)" if _is_local(settings) else ""
     return (f"the Spark driver's JVM ran out of memory ({what}){runs}; raise --driver-memory "
             f"(spark.driver.memory{now}) or give more --partitions so each task holds fewer rows")
+
+
+def python_worker_memory_message(where: str, settings: dict) -> str:
+    """A Python worker's ``MemoryError``: past ``spark.executor.pyspark.memory`` when the session
+    sets that limit (each worker's address space), else its host's memory."""
+    limit = settings.get("pyspark_memory")
+    if limit:
+        return (f"a Spark Python worker ran out of memory (MemoryError) in {where}; raise "
+                f"spark.executor.pyspark.memory (now {limit}, each Python worker's limit) or give more "
+                "--partitions so each task holds fewer rows")
+    return (f"a Spark Python worker ran out of memory (MemoryError) in {where}; give more --partitions so "
+            "each task holds fewer rows, or more memory to the executors' hosts")
 
 
 def executor_oom_message(what: str, where: str, settings: dict) -> str:
