@@ -350,18 +350,24 @@ def test_evaluate_on_data_narrower_than_the_model_counts_every_weight(spark, tmp
             assert got[key] == expected[key], (engine, key)
 
 
+def _per_query_csv_on_both_engines(data, tmp_path) -> dict[str, str]:
+    """Train on ``data`` in-process, then each engine's ``evaluate --per-query x.csv`` text."""
+    model = tmp_path / "m.json"
+    assert main(["train", "--engine", "local", "--input", str(data), "--model", str(model), "-q"]) == 0
+    texts = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / f"per-query-{engine}.csv"
+        assert main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(data), "--per-query",
+                     str(out), "-q"]) == 0
+        texts[engine] = out.read_text()
+    return texts
+
+
 def test_per_query_csv_is_the_same_file_on_both_engines(spark, tmp_path, small):
     """evaluate --per-query x.csv writes the same columns and text on both engines: Spark's
     had only the first ten columns (no positives, positives at top, precision@k), and the local
     engine wrote its counts as floats (28.0)."""
-    model = tmp_path / "m.json"
-    assert main(["train", "--engine", "local", "--input", str(small), "--model", str(model), "-q"]) == 0
-    texts = {}
-    for engine in ("local", "spark"):
-        out = tmp_path / f"per-query-{engine}.csv"
-        assert main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(small), "--per-query",
-                     str(out), "-q"]) == 0
-        texts[engine] = out.read_text()
+    texts = _per_query_csv_on_both_engines(small, tmp_path)
     assert texts["local"] == texts["spark"]
     header, first = texts["local"].splitlines()[:2]
     assert header.split(",")[-6:] == ['"positives"', '"positives_at_top"', '"precision@1"', '"precision@3"',
@@ -378,14 +384,7 @@ def test_per_query_csv_rows_come_in_one_order_on_both_engines(spark, tmp_path, s
     text = tmp_path / "text-ids.parquet"
     pq.write_table(table.set_column(table.column_names.index("qid"), "qid", pa.array(names[qid])), text)
     assert list(names[np.unique(qid)]) != sorted(names[np.unique(qid)])  # the input is not in id order
-    model = tmp_path / "m.json"
-    assert main(["train", "--engine", "local", "--input", str(text), "--model", str(model), "-q"]) == 0
-    texts = {}
-    for engine in ("local", "spark"):
-        out = tmp_path / f"per-query-{engine}.csv"
-        assert main(["evaluate", "--engine", engine, "--model", str(model), "--input", str(text), "--per-query",
-                     str(out), "-q"]) == 0
-        texts[engine] = out.read_text()
+    texts = _per_query_csv_on_both_engines(text, tmp_path)
     assert texts["local"] == texts["spark"]
     ids = [line.split(",")[0].strip('"') for line in texts["local"].splitlines()[1:]]
     assert ids == sorted(ids) and len(ids) == np.unique(qid).size

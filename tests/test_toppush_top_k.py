@@ -241,19 +241,10 @@ def _qp_top_k_primal(data, C, tau, scope):
     for u, (pos, neg) in enumerate(units):
         k = int(top_k_count(tau, np.array([neg.size]))[0])
         e_cols = n + m + U + j + np.arange(neg.size)
-        if k == neg.size:  # the mean of all negatives: ξ_i ≥ 1 + w·mean(x⁻) − w·x⁺_i
+        mean = k == neg.size  # the mean of all negatives: ξ_i ≥ 1 + w·mean(x⁻) − w·x⁺_i
+        if mean:
             fixed += [n + m + u, *e_cols]
-            for r in pos:
-                row = np.zeros(N)
-                row[:n], row[n + i] = X[neg].mean(axis=0) - X[r], -1.0
-                G.append(row), h.append(-1.0)
-                row = np.zeros(N)
-                row[n + i] = -1.0
-                G.append(row), h.append(0.0)
-                i += 1
-            j += neg.size
-            continue
-        for col, r in zip(e_cols, neg):
+        for col, r in zip(e_cols, [] if mean else neg):
             row = np.zeros(N)
             row[:n], row[n + m + u], row[col] = X[r], -1.0, -1.0
             G.append(row), h.append(0.0)
@@ -262,7 +253,10 @@ def _qp_top_k_primal(data, C, tau, scope):
             G.append(row), h.append(0.0)
         for r in pos:
             row = np.zeros(N)
-            row[:n], row[n + m + u], row[e_cols], row[n + i] = -X[r], 1.0, 1.0 / k, -1.0
+            if mean:
+                row[:n], row[n + i] = X[neg].mean(axis=0) - X[r], -1.0
+            else:
+                row[:n], row[n + m + u], row[e_cols], row[n + i] = -X[r], 1.0, 1.0 / k, -1.0
             G.append(row), h.append(-1.0)
             row = np.zeros(N)
             row[n + i] = -1.0
