@@ -29,8 +29,10 @@ class ArrowFormat(Format):
 
     def local_dataset(self, paths: list, base_dir: str | None = None):
         """A ``pyarrow.dataset.Dataset`` over local ``paths`` (Hive partitions discovered; a list
-        of files among them has them under ``base_dir``, :meth:`~sparkrank.io.sources.Source.local_dataset`)."""
-        raise NotImplementedError
+        of files among them has them under ``base_dir``, :meth:`~sparkrank.io.sources.Source.local_dataset`).
+        The hook every concrete Arrow format defines (Parquet, CSV/TSV); this base class is never
+        registered as a format itself."""
+        raise TypeError(f"{type(self).__name__} is an ArrowFormat without its own local_dataset(paths)")
 
     def read_local(self, source, *, n_features, dtype, drop_invalid_rows, threads):
         from ...data.arrow import RowError
