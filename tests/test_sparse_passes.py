@@ -21,8 +21,9 @@ from sparkrank.engines.registry import make_engine
 from sparkrank.io.sources import open_source
 from sparkrank.kernels.losses import SquaredHingeDiagonalKernel
 from sparkrank.numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products
-from sparkrank.numerics.sparse_sums import (
-    ColumnSums, SparseSums, add_into_dense, add_sparse, tile_columns, tile_products, wants_sparse_passes)
+from sparkrank.numerics.linalg import matvec
+from sparkrank.numerics.sparse_sums import ColumnSums, SparseSums, add_into_dense, add_sparse, wants_sparse_passes
+from sparkrank.numerics.tile_columns import tile_columns, tile_products, tile_scores
 from sparkrank.training import train
 
 
@@ -59,7 +60,7 @@ def test_tile_sums_are_the_dense_sums_bit_for_bit():
         starts = offsets[(offsets >= a) & (offsets <= b)] - a
         products = [(c[0, a:b], 1), (c[1, a:b], 2), (c[2, a:b], 1)]
         dense = rmatvec_dd_products(X, products, (a, b), starts)
-        sparse = tile_products(X, (a, b), cols, products, starts)
+        sparse = tile_products(cols, products, starts)
         distinct = cols.block.columns[cols.positions]
         for (dh, dl), (sh, sl) in zip(dense, sparse):
             assert np.array_equal(_bits(dh[distinct]), _bits(sh)) and np.array_equal(_bits(dl[distinct]), _bits(sl))
@@ -71,6 +72,22 @@ def test_tile_sums_are_the_dense_sums_bit_for_bit():
     for got, want in zip(accumulator.sums(), dense_total):
         assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(got.dense(), want))
         assert np.array_equal(_bits(got.rounded()), _bits(dd_round(want)))
+
+
+@pytest.mark.parametrize("rows, nnz, group", [(900, 12, 7), (70_000, 2, 3)])  # uint16 and int32 rows
+def test_column_major_scores_are_the_row_sweeps_bit_for_bit(rows, nnz, group):
+    data = hashed(rows, 5000, nnz, group, seed=5)
+    X = data.X.copy()
+    X.data[::7] = 0.0  # explicit zeros are no term
+    rng = np.random.default_rng(6)
+    v = rng.normal(size=X.shape[1]) * rng.choice([1.0, 1e-8, 1e8], X.shape[1])
+    v[::11] = -0.0
+    offsets = data.groups.offsets
+    cuts = np.unique(np.concatenate(([0], rng.choice(offsets[1:-1], 5, replace=False), [offsets[-1]])))
+    bounds = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+    for (a, b), cols in zip(bounds, tile_columns(X, bounds)):
+        assert cols.rows.dtype == (np.uint16 if b - a < 1 << 16 else np.int32)
+        assert np.array_equal(_bits(tile_scores(cols, v)), _bits(matvec(X, v, (a, b))))
 
 
 def test_sparse_sums_add_as_the_dense_ones():

@@ -57,9 +57,10 @@ SPARSE_SUMS_MIN_FEATURES = 1 << 16
 #: CSR rows over at least this many features take the sparse passes
 #: (:mod:`sparkrank.numerics.sparse_sums`): their cost follows the stored entries, not the width.
 SPARSE_PASS_MIN_FEATURES = _SPARSE_PASS_MIN_FEATURES
-#: Bytes per stored entry the sparse passes keep beside the rows: its column renamed within its
-#: tile (int32) and at most one tile column's place among the block's (int32).
-SPARSE_ENTRY_BYTES = 4 + 4
+#: Bytes per stored entry the sparse passes keep beside the rows, besides its value: the tile's
+#: column-major copy's row (int32 at worst), and at most one tile column's pointer and place
+#: among the block's (int32 each) (:class:`sparkrank.numerics.tile_columns.TileColumns`).
+SPARSE_ENTRY_BYTES = 4 + 4 + 4
 #: Bytes per column a block touches (at most one per stored entry) of a sparse pass in process:
 #: the block's column (int64) and the accumulator of three products' double-doubles (48).
 SPARSE_COLUMN_BYTES = 8 + 48
@@ -146,7 +147,7 @@ class DataShape:
         if not self.sparse_passes:
             return 0
         per_column = SPARSE_COLUMN_BYTES + (SPARSE_SHIPPED_COLUMN_BYTES if shipped else 0)
-        return SPARSE_ENTRY_BYTES * self.nnz + per_column * min(self.nnz, self.features)
+        return (SPARSE_ENTRY_BYTES + self.itemsize) * self.nnz + per_column * min(self.nnz, self.features)
 
     def describe(self) -> str:
         layout = "dense rows" if self.dense else f"CSR, {self.nnz:,} stored entries"

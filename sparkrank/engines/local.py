@@ -21,7 +21,8 @@ from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
 from ..numerics.same_bits import is_frozen, same_bits
-from ..numerics.sparse_sums import ColumnSums, tile_products
+from ..numerics.sparse_sums import ColumnSums
+from ..numerics.tile_columns import tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import InTurn, ThreadRunner, balanced_cuts, check_threads
 from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, tile_pass
@@ -175,8 +176,7 @@ class LocalEngine(Engine):
                 else:
                     result = r = whole
                     products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
-                    sums = tile_products(X, (tile.start, tile.stop), tile.columns, products,
-                                         tile.groups.offsets) if products else None
+                    sums = tile_products(tile.columns, products, tile.groups.offsets) if products else None
             finally:
                 with turns.turn(k):
                     if sums is not None:

@@ -29,7 +29,8 @@ from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
-from ..numerics.sparse_sums import ColumnSums, TileColumns, tile_columns, tile_products, wants_sparse_passes
+from ..numerics.sparse_sums import ColumnSums, wants_sparse_passes
+from ..numerics.tile_columns import TileColumns, tile_columns, tile_products, tile_scores
 from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
 
@@ -43,7 +44,7 @@ TILE_BYTES = 8 << 20
 @dataclass(frozen=True)
 class Tile:
     """Groups ``groups`` (self-contained, offsets from 0) = rows ``start:stop`` of ``X``; for the
-    sparse passes (:mod:`sparkrank.numerics.sparse_sums`) its rows' columns renamed."""
+    sparse passes (:mod:`sparkrank.numerics.sparse_sums`) its rows column by column."""
 
     groups: QueryGroups
     start: int
@@ -150,7 +151,7 @@ def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: 
     Returns the kernel's result without and with its coefficients, and the sums."""
     a, b = tile.start, tile.stop
     if fresh:
-        scores[a:b] = matvec(X, v, (a, b))
+        scores[a:b] = matvec(X, v, (a, b)) if tile.columns is None else tile_scores(tile.columns, v)
     r = kernel(tile.groups, scores[a:b], state)
     products = pass_products(r, powers) if powers else []
     sums = None
@@ -159,7 +160,7 @@ def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: 
         if tile.columns is None:
             sums = rmatvec_dd_products(X, products, (a, b), tile.groups.offsets)
         else:
-            sums = tile_products(X, (a, b), tile.columns, products, tile.groups.offsets)
+            sums = tile_products(tile.columns, products, tile.groups.offsets)
     return replace(r, coef=None, moment_coef=None), r, sums
 
 

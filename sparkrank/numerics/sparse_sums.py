@@ -4,15 +4,15 @@ Why: on hashed features (2²⁰–2²⁴ feature ids, tens of non-zeros per row)
 touches under a million of the ``n`` columns, and a dense double-double ``Xᵀc`` per tile (five
 arrays of width ``n``: sums, step sums, marks, column lists) cost O(n) per tile, thread and
 Spark partition: 200k rows x 2²⁴ ids took over 30 minutes and 8.5 GB in process, and a Spark
-pass ran the JVM out of heap.  Here each tile's rows carry, once per engine, their columns
-renamed ``0..k-1`` (:class:`TileColumns`: the tile's distinct columns in ascending order, and
-where each sits among the block's), so a tile's ``Xᵀc`` is ``exact_sum``'s own loop over ``k``
-columns, and the tiles' sums are added into one accumulator over the block's distinct columns
-(:class:`ColumnSums`), tile after tile in tile order, whatever the threads.
+pass ran the JVM out of heap.  Here each tile keeps, once per engine, its rows column by column
+over its own distinct columns (:class:`~sparkrank.numerics.tile_columns.TileColumns`, which also
+says why that is fast), so a tile's ``Xᵀc`` costs O(its entries), and the tiles' sums are
+added into one accumulator over the block's distinct columns (:class:`ColumnSums`), tile after
+tile in tile order, whatever the threads.
 
 Why the bits are those of the dense sums (``exact_sum``'s convention, Ogita–Rump–Oishi Sum2):
-renaming columns changes no column's terms nor their order, so a tile's per-column step sums
-and TwoSum additions are the dense loop's, operation for operation; a column a tile does not
+a tile's per-column step sums and TwoSum additions are the dense loop's, operation for
+operation (``tile_columns.py``); a column a tile does not
 touch holds ``(0, 0)`` there, and adding ``(0, 0)`` to a finite double-double changes no bit
 (``dd_add``: ``s = hi + 0 = hi``, error 0, ``lo + 0 + 0 = lo``; a sum is never ``-0.0``), so
 leaving it out gives the dense accumulator's bits.  (After an overflow the dense sum turns an
@@ -22,12 +22,11 @@ leaving it out gives the dense accumulator's bits.  (After an overflow the dense
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
 
-from .exact_sum import DoubleDouble, rmatvec_dd_products
+from .exact_sum import DoubleDouble
 
 #: CSR rows over at least this many columns take the sparse passes (below it a tile's dense sums
 #: cost less than renaming the columns; a block's sums travel sparse from the same width).
@@ -132,51 +131,6 @@ class BlockColumns:
     n_features: int
 
 
-@dataclass(frozen=True, eq=False)
-class TileColumns:
-    """A tile's columns renamed: ``local`` (int32, one per stored entry of the tile's rows) is the
-    entry's column's place among the tile's distinct columns, in ascending order; ``positions``
-    (int32) is each of those columns' place among ``block``'s (shared by the block's tiles)."""
-
-    local: np.ndarray
-    positions: np.ndarray
-    block: BlockColumns
-
-    @property
-    def width(self) -> int:
-        return int(self.positions.shape[0])
-
-    def nbytes(self) -> int:
-        return self.local.nbytes + self.positions.nbytes
-
-
-def tile_columns(X, bounds: list[tuple[int, int]]) -> list[TileColumns]:
-    """The columns of CSR ``X``'s rows renamed per row range of ``bounds`` (tiles), over the
-    distinct columns of all of them.  O(nnz log nnz) once; the result holds ~8 bytes per entry."""
-    per_tile = []
-    for a, b in bounds:
-        entries = np.asarray(X.indices[X.indptr[a]: X.indptr[b]])
-        distinct, local = np.unique(entries, return_inverse=True)
-        per_tile.append((distinct, local.astype(np.int32)))
-    columns = np.unique(np.concatenate([d for d, _ in per_tile])) if per_tile else np.zeros(0, dtype=np.int64)
-    columns = columns.astype(np.int64)
-    block = BlockColumns(columns, int(X.shape[1]))
-    return [TileColumns(local, np.searchsorted(columns, distinct).astype(np.int32), block)
-            for distinct, local in per_tile]
-
-
-def tile_products(X, rows: tuple[int, int], columns: TileColumns, products: list[tuple[np.ndarray, int]],
-                  starts: np.ndarray) -> list[DoubleDouble]:
-    """``rmatvec_dd_products`` of rows ``a:b`` of CSR ``X`` (each ``c`` of those rows only), over
-    the tile's own columns (``columns.width`` of them, in ascending order): the dense sums' bits at
-    those columns (the module docstring)."""
-    a, b = rows
-    first, last = int(X.indptr[a]), int(X.indptr[b])
-    renamed = SimpleNamespace(indptr=np.asarray(X.indptr[a: b + 1]) - first, indices=columns.local,
-                              data=X.data[first:last], shape=(b - a, columns.width))
-    return rmatvec_dd_products(renamed, products, None, starts)
-
-
 class ColumnSums:
     """The double-double sums of ``k`` products over a block's distinct columns, to which tiles'
     sums are added (:meth:`add`) in the caller's order; ``k`` is set by the first addition."""
@@ -186,7 +140,8 @@ class ColumnSums:
         self.hi: np.ndarray | None = None
         self.lo: np.ndarray | None = None
 
-    def add(self, columns: TileColumns, sums: list[DoubleDouble]) -> None:
+    def add(self, columns, sums: list[DoubleDouble]) -> None:
+        """Add a tile's sums over its columns (``columns.positions``: their places among the block's)."""
         if self.hi is None:
             width = self.block.columns.shape[0]
             self.hi, self.lo = np.zeros((len(sums), width)), np.zeros((len(sums), width))
