@@ -95,6 +95,7 @@ class LocalEngine(Engine):
         # equal bytes
         self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse)
         self.sparse = self._tiles[0].columns is not None
+        self._sums_workspace: dict = {}  # the sparse passes' column sums, kept between passes
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
         self._scores = RememberedScores()
@@ -165,7 +166,7 @@ class LocalEngine(Engine):
             if fresh:
                 scores[:] = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
             whole = kernel(self.data.groups, scores, None if states is None else states[0])
-        accumulator, turns = ColumnSums(self._tiles[0].columns.block), InTurn()
+        accumulator, turns = ColumnSums(self._tiles[0].columns.block, self._sums_workspace), InTurn()
 
         def one_tile(k: int):
             tile, sums = self._tiles[k], None
