@@ -10,8 +10,14 @@ one job of three stages, :func:`route_task` → :func:`middle_task` → :func:`f
    parts, adds the cross-range terms, runs the kernel's formula and returns
    ``(stats, Xᵀc sums, cut steps)`` to ``treeAggregate`` as driver placement's products do.
 
-The middle and final stages are shuffle stages: a final task opens its block by path, which
-only the executors of a local master all can (the engine refuses range placement elsewhere).
+The route and final stages open blocks, so both run over the cached block references: the
+route stage maps them, and the final stage zips them (:func:`gathered`) with the middle
+stage's parts shuffled to the same partitions (:func:`gathered_values`).  Spark places a
+zipped task where its first parent's partition is cached, so a final task runs on the
+executor that holds its blocks' files, as any pass's task does (and one that does not raises
+:class:`~sparkrank.engines.spark.store.BlockMissingError`, which rebuilds the store).  The
+scores files are a cache: a block rebuilt elsewhere from lineage between the stages has none,
+and its task computes ``X·v`` again from the pass's vectors (the same bits).
 """
 
 from __future__ import annotations
@@ -71,23 +77,43 @@ def sample_rows_task(n_sample: int, row_start: dict[int, int]):
     return worker_task(task)
 
 
-def _block_values(ref, plan: rc.CountPlan, scores_id: int, vector_bc, values_id: int | None):
+def _saved(path: str, values: np.ndarray) -> None:
+    """Write a scores file whole or not at all (a retried task may write it again meanwhile)."""
+    tmp = f"{path}.{os.getpid()}.npy"
+    np.save(tmp, values)
+    os.replace(tmp, path)
+
+
+def _scores(ref, X, file_id: int, vector_bc, write: bool) -> np.ndarray:
+    """``X·v`` of a block: computed and (``write``) kept as ``file_id`` beside it, or read back
+    from that file; recomputed when the file is not there (the block was rebuilt from lineage
+    on another executor after the file was written)."""
+    path = scores_file(ref.path, file_id)
+    if not write:
+        try:
+            return np.load(path)
+        except FileNotFoundError:
+            pass
+    fresh = matvec(X, vector_bc.value[: ref.width])
+    if write:
+        _saved(path, fresh)
+    return fresh
+
+
+def _block_values(ref, X, job, vector_bc, kept_bc, route: bool):
     """``(scores the pairs are counted at, values summed, the kernel's scores)`` of a block.  The
-    route stage (``vector_bc`` given) computes ``X·v`` and keeps it in a file for the final stage:
-    a value pass's scores as ``scores_id``, a Hessian pass's ``u`` as ``values_id`` (its scores are
-    the kept ``scores_id``)."""
+    route stage computes ``X·v`` and keeps it in a file for the final stage: a value pass's
+    scores as ``job.scores_id``, a Hessian pass's ``u`` as ``job.values_id`` (its scores are the
+    kept ``job.scores_id``, those of ``kept_bc``'s vector)."""
+    plan = job.plan
     at_state = plan.values == "vector"
-    if vector_bc is None:  # the final stage: read what the route stage wrote
-        fresh = np.load(scores_file(ref.path, values_id if at_state else scores_id))
-    else:
-        fresh = matvec(open_block(ref.path, ref.width).X, vector_bc.value[: ref.width])
-        np.save(scores_file(ref.path, values_id if at_state else scores_id), fresh)
+    fresh = _scores(ref, X, job.values_id if at_state else job.scores_id, vector_bc, route)
     if not at_state:
         return fresh, (fresh if plan.values == "scores" else None), fresh
-    return np.load(scores_file(ref.path, scores_id)), fresh, fresh
+    return _scores(ref, X, job.scores_id, kept_bc, False), fresh, fresh
 
 
-def route_task(job, vector_bc, dropped: tuple[int, ...]):
+def route_task(job, vector_bc, kept_bc, dropped: tuple[int, ...]):
     """Stage 1: each block's ``X·v``, its events to their ranges, rows to their buckets,
     histograms to one task (``job``: :class:`~sparkrank.engines.range_placement.PassJob`);
     first the files of ``dropped`` (passes done with) are deleted."""
@@ -98,9 +124,9 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
             if not ref.n_rows:
                 continue
             start = job.row_start[ref.partition]
-            groups = open_block(ref.path, ref.width).groups
-            labels, weights = np.asarray(groups.labels), groups.row_weights  # weights: None unweighted
-            p, values, _ = _block_values(ref, job.plan, job.scores_id, vector_bc, job.values_id)
+            block = open_block(ref.path, ref.width)
+            labels, weights = np.asarray(block.groups.labels), block.groups.row_weights  # weights: None unweighted
+            p, values, _ = _block_values(ref, block.X, job, vector_bc, kept_bc, True)
             if weights is not None and values is not None:
                 values = weights * values  # a partner adds a_j·v_j (kernels/range_counts.py)
             rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
@@ -120,6 +146,22 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
     return worker_task(task)
 
 
+def task_partitions(index: int, refs):
+    """``(block partition, index)`` of each block of the pass's task ``index``."""
+    return [(ref.partition, index) for ref in refs]
+
+
+def gathered(items):
+    """A partition's items as one list: one element each side of the final stage's ``zip``
+    (which pairs its sides' elements one by one)."""
+    return [list(items)]
+
+
+def gathered_values(records):
+    """The values of a partition's ``(key, value)`` records as one list (see :func:`gathered`)."""
+    return [[value for _, value in records]]
+
+
 def _concat(parts: list, i: int):
     arrays = [p[i] for p in parts]
     return None if arrays[0] is None else np.concatenate(arrays)
@@ -136,7 +178,7 @@ def middle_task(job):
             for _, partition, h in sorted(parts, key=lambda t: t[1]):  # a fixed order of addition
                 hist = h if hist is None else hist + h
             for partition in job.partitions:
-                yield partition, (HIST, hist)
+                yield job.task_of[partition], (partition, (HIST, hist))
             return
         if not parts:
             return
@@ -156,12 +198,14 @@ def middle_task(job):
 
 
 def _by_block(job, results):
-    """Split a middle task's per-row results by the block holding each row."""
+    """Split a middle task's per-row results by the block holding each row, keyed by the task
+    that holds the block."""
     rows = results[1]
     block = np.searchsorted(job.block_starts, rows, side="right") - 1
     for i in np.unique(block):
         at = block == i
-        yield int(job.block_partitions[i]), (results[0], *(a[at] for a in results[1:]))
+        partition = int(job.block_partitions[i])
+        yield job.task_of[partition], (partition, (results[0], *(a[at] for a in results[1:])))
 
 
 def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
@@ -191,27 +235,34 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
     return PairCounts(n_above, n_below, s_above, s_below)
 
 
-def final_task(job, kernel, powers: tuple[int, ...], n_features: int):
-    """Stage 3, one task per block: the kernel's result from its rows' counts; yields
-    ``(stats, (sums, cut rows, cut terms))`` as :func:`~sparkrank.engines.spark.tasks.driver_products_task`
-    sums ``Xᵀc`` (the driver's steps)."""
+def final_task(job, kernel, powers: tuple[int, ...], n_features: int, vector_bc, kept_bc):
+    """Stage 3, over the zipped ``(this task's block references, their parts)``: each block's
+    kernel result from its rows' counts; yields ``(stats, (sums, cut rows, cut terms))`` as
+    :func:`~sparkrank.engines.spark.tasks.driver_products_task` sums ``Xᵀc`` (the driver's steps)."""
     from ..tiles import pass_products
 
-    def task(index, records):
-        parts = [value for _, value in records]
-        ref = job.refs[index]
-        if not ref.n_rows:
-            return
-        block = open_block(ref.path, ref.width)
-        p, values, scores = _block_values(ref, job.plan, job.scores_id, None, job.values_id)
-        groups = block.groups
-        counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
-        result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
-        wanted = pass_products(result, powers)
-        yield result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
-                                                job.step_plans[ref.partition], n_features)
+    def task(zipped):
+        for refs, records in zipped:
+            parts: dict[int, list] = {}
+            for partition, part in records:
+                parts.setdefault(partition, []).append(part)
+            for ref in refs:
+                if ref.n_rows:
+                    yield _final(job, kernel, powers, n_features, ref, parts.get(ref.partition, []), vector_bc,
+                                 kept_bc, pass_products)
 
     return worker_task(task)
+
+
+def _final(job, kernel, powers, n_features, ref, parts, vector_bc, kept_bc, pass_products):
+    block = open_block(ref.path, ref.width)
+    p, _, scores = _block_values(ref, block.X, job, vector_bc, kept_bc, False)
+    groups = block.groups
+    counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
+    result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
+    wanted = pass_products(result, powers)
+    return result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
+                                             job.step_plans[ref.partition], n_features)
 
 
 def add_final(a: Any, b: Any):
