@@ -134,9 +134,9 @@ def route_task(job, vector_bc, kept_bc, dropped: tuple[int, ...]):
             bucket = job.buckets.of(labels)
             yield job.hist_task, (HIST, ref.partition, rc.histograms(bucket, range_p, range_q, values,
                                                                      job.buckets.n_buckets, job.n_ranges, weights))
+            keys = _label_keys(job, labels, bucket)
             for r in np.unique(np.concatenate([range_p, range_q])):
-                events = rc.range_events(p, rows, labels, values, range_p, range_q, int(r), job.plan, weights)
-                yield int(r), (RANGE, *events[:-1])
+                yield int(r), _range_chunk(job, ref.partition, start, p, keys, values, weights, range_p, range_q, int(r))
             if not job.buckets.exact:
                 for b in np.unique(bucket):
                     at = np.flatnonzero(bucket == b)
@@ -144,6 +144,52 @@ def route_task(job, vector_bc, kept_bc, dropped: tuple[int, ...]):
                                                   *(None if a is None else a[at] for a in (values, weights)))
 
     return worker_task(task)
+
+
+def _label_keys(job, labels: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+    """What a range's sweep ranks rows by: graded labels' buckets (one per label, in label
+    order: the same ranks in 4 bytes instead of 8), else the labels."""
+    return bucket if job.buckets.exact else labels
+
+
+def _range_chunk(job, partition: int, start: int, p, keys, values, weights, range_p, range_q, r: int):
+    """A block's events in range ``r`` as the route stage ships them: ``(RANGE, block partition,
+    first row, p-events, event values, label keys, values, weights)``, p-events (rows ascending)
+    then q-events (rows ascending), the arrays only: the final stage finds the rows again from
+    its own ``route``, so neither row numbers nor kinds travel (the shuffle's bytes are what
+    a range pass spends most of its time on)."""
+    at_p, at_q = np.flatnonzero(range_p == r), np.flatnonzero(range_q == r)
+    positions = np.concatenate([at_p, at_q])
+    event_values = np.concatenate([p[at_p], rc.q_keys(p[at_q], job.plan.margin)])
+    return (RANGE, partition, start, int(at_p.size), event_values, keys[positions],
+            *(None if a is None else a[positions] for a in (values, weights)))
+
+
+def _sweep_chunks(job, index: int, parts: list):
+    """Range ``index``'s sweep over its blocks' chunks (:func:`_range_chunk`); yields each
+    block's ``(task, (partition, (RANGE, index, counts, sums)))``, counts and sums in the chunk's
+    event order (``sums`` ``None`` when the pass sums no values)."""
+    parts = sorted(parts, key=lambda c: c[2])  # blocks in row order
+    first_p = rc.q_kind(job.plan.inclusive) == 1  # which kind comes first at equal values
+    # the events in (kind, row) order, so that a stable sort by value alone orders them
+    pieces = [(i, slice(0, c[3]) if take_p else slice(c[3], None), take_p)
+              for take_p in (first_p, not first_p) for i, c in enumerate(parts)]
+    values, keys, sums_of, weights = (None if parts[0][f] is None else
+                                      np.concatenate([parts[i][f][at] for i, at, _ in pieces]) for f in range(4, 8))
+    sizes = [parts[i][4][at].shape[0] for i, at, _ in pieces]
+    is_p = np.concatenate([np.full(n, take_p) for n, (_, _, take_p) in zip(sizes, pieces)])
+    counts, sums = rc.sweep_range(values, is_p, None, keys, sums_of, job.plan.inclusive, arranged=True,
+                                  weights=weights)
+    if counts.dtype == np.int64 and counts.shape[0] < 2 ** 31:  # at most the range's events: 4 bytes each
+        counts = counts.astype(np.int32)
+    ends = np.cumsum(sizes)
+    mine: dict[int, list] = {i: [] for i in range(len(parts))}
+    for (i, _, take_p), end, n in zip(pieces, ends, sizes):
+        mine[i].append((not take_p, counts[end - n:end], None if sums_of is None else sums[end - n:end]))
+    for i, chunk in enumerate(parts):
+        got = sorted(mine[i], key=lambda t: t[0])  # p-events first, as the chunk has them
+        chunk_sums = None if sums_of is None else np.concatenate([g[2] for g in got])
+        yield job.task_of[chunk[1]], (chunk[1], (RANGE, index, np.concatenate([g[1] for g in got]), chunk_sums))
 
 
 def task_partitions(index: int, refs):
@@ -183,12 +229,8 @@ def middle_task(job):
         if not parts:
             return
         if parts[0][0] == RANGE:
-            ev, is_p, rows, labels, vals, weights = rc.arrange([part[1:] for part in parts], job.plan.inclusive)
-            if ev is None:
-                return
-            counts, sums = rc.sweep_range(ev, is_p, rows, labels, vals, job.plan.inclusive, arranged=True,
-                                          weights=weights)
-            results = (RANGE, rows, is_p, counts, sums)
+            yield from _sweep_chunks(job, index, parts)
+            return
         else:
             labels, rows, range_p, range_q, vals, weights = (_concat(parts, i) for i in range(1, 7))
             results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges, weights))
@@ -217,14 +259,16 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
     bucket = job.buckets.of(labels)
     hist = next(part[1] for part in parts if part[0] == HIST)
     n_above, s_above, n_below, s_below = rc.cross_terms(hist, bucket, range_p, range_q, weighted)
-    for part in parts:
+    # ranges before buckets: each row's terms added in one order, whatever order the shuffle gave
+    for part in sorted(parts, key=lambda t: t[0]):
         if part[0] == RANGE:
-            _, r, is_p, counts, sums = part
-            at_q, at_p = r[~is_p] - start, r[is_p] - start
-            n_above[at_q] += counts[~is_p]
-            s_above[at_q] += sums[~is_p]
-            n_below[at_p] += counts[is_p]
-            s_below[at_p] += sums[is_p]
+            _, r, counts, sums = part
+            at_p, at_q = np.flatnonzero(range_p == r), np.flatnonzero(range_q == r)  # as _range_chunk cut them
+            n_below[at_p] += counts[: at_p.size]
+            n_above[at_q] += counts[at_p.size:]
+            if sums is not None:
+                s_below[at_p] += sums[: at_p.size]
+                s_above[at_q] += sums[at_p.size:]
         elif part[0] == BUCKET:
             _, r, a, sa, d, sd = part
             at = r - start
