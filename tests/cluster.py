@@ -61,8 +61,36 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+#: ``LOW-HIGH``: the ports the clusters of a run may listen on (the daemons', the driver's and its
+#: block managers'), for a machine shared with other runs; unset, any free port.
+PORTS_VARIABLE = "SPARKRANK_CLUSTER_PORTS"
+
+
+def port_span() -> range | None:
+    """The ports of :data:`PORTS_VARIABLE` (``None``: unset)."""
+    value = os.environ.get(PORTS_VARIABLE, "").strip()
+    if not value:
+        return None
+    low, high = (int(v) for v in value.split("-"))
+    return range(low, high + 1)
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct free ports (all sockets held open together so none repeats)."""
+    """``n`` distinct free ports (all sockets held open together so none repeats), the lowest
+    free ones of :func:`port_span` when it is set."""
+    span = port_span()
+    if span is not None:
+        found = []
+        for port in span:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+            found.append(port)
+            if len(found) == n:
+                return found
+        raise ClusterError(f"fewer than {n} free ports in {PORTS_VARIABLE}={os.environ[PORTS_VARIABLE]}")
     socks = []
     try:
         for _ in range(n):
@@ -174,6 +202,7 @@ class StandaloneCluster:
         self.java_home = java_home()
         self.master_port = self.ui_port = self.rest_port = None
         self.worker_ui_ports: list[int] = []
+        self.worker_ports: list[int] = []
         self._procs: list[tuple[str, subprocess.Popen, Path]] = []
         self._logs: list = []
 
@@ -238,6 +267,11 @@ class StandaloneCluster:
         env = {k: v for k, v in self.env.items() if k.startswith("SPARK_") or k == "JAVA_HOME"}
         env.pop("SPARK_DAEMON_JAVA_OPTS", None)
         settings = dict(self.spark_defaults)
+        if port_span() is not None:  # the driver's ports too; its and the executors' block managers
+            # take the first free one from spark.blockManager.port up (spark.port.maxRetries)
+            driver_port, block_port = free_ports(2, self.host)
+            settings.setdefault("spark.driver.port", str(driver_port))
+            settings.setdefault("spark.blockManager.port", str(block_port))
         driver_opts = f"{settings.pop('spark.driver.extraJavaOptions', '')} {self.jvm_options}".strip()
         executor_opts = f"{settings.pop('spark.executor.extraJavaOptions', '')} {self.jvm_options}".strip()
         if executor_opts:
@@ -272,7 +306,8 @@ class StandaloneCluster:
         work = self.base_dir / f"work-{i}"
         work.mkdir(exist_ok=True)
         self.local_dir(i).mkdir(exist_ok=True)
-        self._launch(f"worker-{i}", [WORKER_CLASS, "--host", self.host, "--cores", str(self.cores),
+        self._launch(f"worker-{i}", [WORKER_CLASS, "--host", self.host, "--port", str(self.worker_ports[i - 1]),
+                                     "--cores", str(self.cores),
                                      "--memory", self.memory, "--webui-port", str(self.worker_ui_ports[i - 1]),
                                      "--work-dir", str(work), self.master_url],
                      env={**self.env, "SPARK_LOCAL_DIRS": str(self.local_dir(i))})
@@ -335,9 +370,10 @@ class StandaloneCluster:
             raise ClusterError("no Java found (set JAVA_HOME)")
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.conf_dir.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(3 + self.n_workers, self.host)
+        ports = free_ports(3 + 2 * self.n_workers, self.host)
         self.master_port, self.ui_port, self.rest_port = ports[:3]
-        self.worker_ui_ports = ports[3:]
+        self.worker_ui_ports = ports[3:3 + self.n_workers]
+        self.worker_ports = ports[3 + self.n_workers:]
         try:
             self._launch("master", [MASTER_CLASS, "--host", self.host, "--port", str(self.master_port),
                                     "--webui-port", str(self.ui_port)])

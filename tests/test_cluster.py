@@ -10,7 +10,7 @@ flags, executor memory, loopback driver address, the JVMs' class-data archive) r
 Data is generated here (a few thousand rows), so nothing needs ``../shared``.  Every
 ``spark-submit`` costs a driver JVM, two executor JVMs and their Python workers (~10 s and
 ~13 CPU-seconds alone here, with the JVMs' class-data archive), so one job carries as many checks
-as it can: 9 submissions in all.
+as it can: 10 submissions in all.
 
 * The README's train job (TRON) loses an executor JVM after iteration 2 and a whole worker
   after iteration 4, and must still give the weights of an undisturbed run bit for bit: the
@@ -21,6 +21,8 @@ as it can: 9 submissions in all.
 * On a Hive-partitioned lake filtered by ``--where``, the tune job (every fit from w = 0) refits
   the kept rows exactly as the local engine does, and the predict job scores them with its model.
 * An executor that runs out of heap for real is one error line naming ``spark.executor.memory``.
+* One global ranking in range placement (BMRM and TRON) equals driver placement's models, bit
+  for bit for BMRM (to TRON's documented last bits), though a worker is killed mid-fit.
 
 Iterations are read from the jobs' log lines; faults are ``kill -9`` of processes this module
 started (or that the cluster started for it).
@@ -114,8 +116,9 @@ def _submit(cluster: StandaloneCluster, job: str, *args: str) -> subprocess.Comp
 class Job:
     """A spark-submit run whose output is read line by line (in threads), to act at a solver iteration."""
 
-    def __init__(self, cluster: StandaloneCluster, job: str, *args: str):
-        self.proc = subprocess.Popen(_readme_command(cluster, job, *args), cwd=REPO, env=_submit_env(cluster),
+    def __init__(self, cluster: StandaloneCluster, job: str, *args: str, command: list[str] | None = None):
+        """``command``: another spark-submit line than the README's ``jobs/JOB ARGS``."""
+        self.proc = subprocess.Popen(command or _readme_command(cluster, job, *args), cwd=REPO, env=_submit_env(cluster),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
         self.lines: list[str] = []
@@ -360,6 +363,72 @@ def test_bmrm_resumes_after_the_killed_driver_bit_for_bit(cluster, bmrm_killed_d
     r = _submit(cluster, "train.py", *bmrm_killed_driver["args"], "--resume")
     assert "resuming from" in r.stdout + r.stderr
     np.testing.assert_array_equal(_weights(bmrm_killed_driver["model"]), reference("bmrm"))
+
+
+# -- one global ranking in range placement on the cluster (issue 37 item 2) --------------------------
+#: A driver script: one application fits BMRM and TRON in range placement, then in driver placement,
+#: on the same data, and prints the weights (hex) after ``@@``; the solvers' iteration lines go to
+#: stderr for :class:`Job` (the range BMRM fit's come first).
+_RANGE_FITS = """
+import json, logging, sys
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+logging.getLogger("py4j").setLevel(logging.WARNING)
+from sparkrank.engines.spark import SparkEngine
+from sparkrank.io.spark.session import get_session
+from sparkrank.training import train
+
+spark = get_session()
+df = spark.read.parquet(sys.argv[1])
+settings = {"bmrm": dict(solver="bmrm", C=0.01, tol=1e-2), "tron": dict(solver="tron", C=1.0, tol=1e-6)}
+out = {}
+for placement in ("range", "driver"):
+    with SparkEngine(df, placement=placement, num_partitions=4) as engine:
+        for solver in ("bmrm", "tron"):
+            model = train(engine, **settings[solver])
+            out[f"{placement}/{solver}"] = [[float(w).hex() for w in model.weights], model.summary["iterations"]]
+print("@@" + json.dumps(out), flush=True)
+"""
+#: The range BMRM fit's iteration after which worker 2 is killed (it takes ~10 here).
+RANGE_KILL_ITERATION = 3
+
+
+def test_range_placement_on_the_cluster_equals_driver_placement_though_a_worker_is_lost(cluster, tmp_path):
+    """One global ranking (2,400 rows, 4 graded levels, no query ids; 4 blocks over both
+    workers): BMRM and TRON in range placement, whose final stage opens the blocks after a
+    shuffle, give driver placement's models, bit for bit for BMRM (counts only) and to the last
+    bits for TRON (range_placement.py's docstring), though worker 2 is killed (``kill -9``: its
+    executor, cached references, shuffle outputs and scores files are gone) during the range
+    BMRM fit and restarted."""
+    from sparkrank.data.block import RankingData
+    from sparkrank.io.files import write_parquet
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2400, 6))
+    labels = np.digitize(X @ rng.normal(size=6) + rng.normal(scale=0.5, size=2400), [-1.0, 0.0, 1.0])
+    data = tmp_path / "global.parquet"
+    write_parquet(data, RankingData.from_arrays(X, labels.astype(np.float64), None, layout="dense"))
+    script = tmp_path / "range_fits.py"
+    script.write_text(_RANGE_FITS)
+    job = Job(cluster, "", command=[str(VENV_BIN / "spark-submit"), "--master", cluster.master_url, str(script),
+                                    str(data)])
+    try:
+        job.wait_for_iteration(RANGE_KILL_ITERATION)
+        cluster.kill("worker-2")
+        cluster.restart_worker(2)
+        rc = job.finish()
+    finally:
+        if job.proc.poll() is None:
+            job.kill_driver()
+        if cluster.alive_workers() < cluster.n_workers:
+            cluster.restart_worker(2)
+    assert rc == 0 and "@@" in job.log, job.log[-8000:]
+    assert "spark range placement: 4 partitions, 2400 rows" in job.log, job.log[-8000:]
+    out = json.loads(job.log[job.log.index("@@") + 2:].splitlines()[0])
+    weights = {k: np.array([float.fromhex(w) for w in v[0]]) for k, v in out.items()}
+    assert out["range/bmrm"][1] > RANGE_KILL_ITERATION  # the fit went on after the loss
+    np.testing.assert_array_equal(weights["range/bmrm"], weights["driver/bmrm"])
+    assert out["range/tron"][1] == out["driver/tron"][1]
+    np.testing.assert_allclose(weights["range/tron"], weights["driver/tron"], rtol=1e-9)
 
 
 # -- data lake: every job with ``file://`` URIs on a Hive-partitioned lake filtered by ``--where`` (issue 9)

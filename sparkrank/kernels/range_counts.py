@@ -201,6 +201,22 @@ def arrange(chunks: list, inclusive: bool) -> list:
     return out
 
 
+#: Integer labels below this are ranked by counting (:func:`label_ranks`; a table this long).
+COUNTED_RANKS = 1 << 16
+
+
+def label_ranks(labels: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(distinct labels, each label's rank among them)`` (int32 ranks): ``np.unique``'s
+    inverse, by counting when the labels are small non-negative integers (graded labels'
+    bucket numbers: no sort of the range's events)."""
+    if labels.dtype.kind in "iu" and labels.shape[0] and labels.min() >= 0 and labels.max() < COUNTED_RANKS:
+        present = np.bincount(labels) > 0
+        ranks = (np.cumsum(present) - 1).astype(np.int32)
+        return int(ranks[-1]) + 1, ranks[labels]
+    levels, rank = np.unique(labels, return_inverse=True)
+    return int(levels.shape[0]), rank.astype(np.int32)
+
+
 def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: np.ndarray,
                 sums_of: np.ndarray | None, inclusive: bool, arranged: bool = False,
                 weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -218,8 +234,8 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
     sums = np.zeros(n)
     if n == 0:
         return counts, sums
-    levels, rank = np.unique(labels, return_inverse=True)
-    if levels.shape[0] < 2:
+    n_levels, rank = label_ranks(labels)
+    if n_levels < 2:
         return counts, sums
     if arranged:
         order = np.empty(n, dtype=np.int64)
@@ -228,10 +244,10 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
         kinds = np.where(is_p, 1 - q_kind(inclusive), q_kind(inclusive)).astype(np.int8)
         order = event_order(values, kinds, rows)
     with_sums = sums_of is not None
-    tree = trees.selection_new(levels.shape[0], n, with_sums, weights is not None)
-    args = (order, np.ascontiguousarray(is_p), rank.astype(np.int32),
+    tree = trees.selection_new(n_levels, n, with_sums, weights is not None)
+    args = (order, np.ascontiguousarray(is_p), rank,
             np.ascontiguousarray(sums_of if with_sums else np.zeros(0), dtype=np.float64),
-            levels.shape[0], with_sums, tree, counts, sums)
+            n_levels, with_sums, tree, counts, sums)
     if weights is None:
         _sweep_selection(*args)
     else:

@@ -225,7 +225,8 @@ class StoreBuilding:
         if self.placement == "range":
             from .range_placement import RangePlacement
 
-            self._range = RangePlacement(self, self._n_ranges)
+            # a rebuilt store (a lost block) keeps the fit's kept states and label buckets
+            self._range = RangePlacement(self, self._n_ranges, previous=self._range)
             self._summary = self._range.summary
         elif self.placement == "driver":
             self._collect_driver_groups()

@@ -258,8 +258,9 @@ class SparkEngine(StoreBuilding, Engine):
         vector = np.ascontiguousarray(vector, dtype=np.float64)
         if self.placement == "executor":
             return self._with_recovery(lambda replay: self._run_executor(vector, kernel, state, keep_state, replay))
-        return self._range.run(vector, kernel, state, keep_state) if self._range is not None else \
-            self._with_recovery(lambda replay: self._run_driver(vector, kernel, state, keep_state))
+        if self._range is not None:  # (a rebuild replaces self._range: looked up in each attempt)
+            return self._with_recovery(lambda replay: self._range.run(vector, kernel, state, keep_state))
+        return self._with_recovery(lambda replay: self._run_driver(vector, kernel, state, keep_state))
 
     def _with_recovery(self, attempt):
         """``attempt(replay)`` until it returns a result: a block file missing on a task's host
@@ -409,8 +410,9 @@ class SparkEngine(StoreBuilding, Engine):
         """``(stats, Xᵀc, (X∘X)ᵀc)`` in one stateless pass (the kernel runs where :meth:`run`'s would);
         retried like :meth:`run` when block files went missing."""
         vector = np.ascontiguousarray(vector, dtype=np.float64)
-        return self._range.column_moments(vector, kernel) if self._range is not None else \
-            self._with_recovery(lambda replay: self._column_moments(vector, kernel))
+        if self._range is not None:
+            return self._with_recovery(lambda replay: self._range.column_moments(vector, kernel))
+        return self._with_recovery(lambda replay: self._column_moments(vector, kernel))
 
     def _column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:
         with self._broadcast(vector) as (bw,):

@@ -21,8 +21,13 @@ exact, e.g. multiples of 1/2); the pairs' weight ``Σ b a_u a_l`` is the L1 hing
 at ``w = 0``, where every pair is a support pair.
 
 Only the RankSVM losses' kernels run here (:func:`~sparkrank.kernels.range_counts.count_plan`
-refuses others by name), on a local master only: the final stage opens blocks by path after a
-shuffle, which does not follow the blocks' hosts on a cluster.
+refuses others by name), on a local master and on a cluster alike.  Why a cluster can: every
+stage that opens a block runs over the cached block references (the route stage maps them;
+the final stage zips them with the shuffled parts, ``range_tasks.py``), so its tasks prefer
+the executor holding the block as every other pass's do; a task that lands elsewhere raises
+:class:`~sparkrank.engines.spark.store.BlockMissingError` and the engine rebuilds the store
+and runs the pass again (``SparkEngine._with_recovery``), keeping the fit's kept states: a kept
+"state" is the vector of its value pass, whose scores any block recomputes bit for bit.
 """
 
 from __future__ import annotations
@@ -51,10 +56,6 @@ MAX_EXACT_LEVELS = 4096
 SAMPLES_PER_RANGE = 64
 
 
-class RangePlacementRefused(ValueError):
-    """Range placement cannot run here (a cluster master, or query groups)."""
-
-
 @dataclass(frozen=True)
 class PassJob:
     """What the tasks of one range pass need (small: shipped in the tasks)."""
@@ -66,7 +67,7 @@ class PassJob:
     scores_id: int
     values_id: int | None
     row_start: dict
-    refs: dict
+    task_of: dict  # block partition -> the task (partition of the pass's references) holding it
     step_plans: dict
     block_starts: np.ndarray
     block_partitions: np.ndarray
@@ -83,10 +84,12 @@ class PassJob:
 
 @dataclass
 class KeptScores:
-    """A value pass's kept state: its scores files and the ranges cut at them."""
+    """A value pass's kept state: its scores files, the ranges cut at them and the vector they
+    are the scores of (a block whose file is gone, rebuilt elsewhere, recomputes them)."""
 
     scores_id: int
     bounds: tuple
+    vector: np.ndarray
 
 
 class RangePlacement:
@@ -100,26 +103,25 @@ class RangePlacement:
         Score ranges per pass; default: the tasks of a pass (:meth:`SparkEngine._pass_refs`).
     """
 
-    def __init__(self, engine, n_ranges: int | None = None):
-        if not engine.is_local:
-            raise RangePlacementRefused(
-                "placement 'range' runs on a local master only so far (its last stage opens the blocks by path "
-                "after a shuffle); use placement 'driver' on a cluster")
+    def __init__(self, engine, n_ranges: int | None = None, previous: "RangePlacement | None" = None):
         self.engine = engine
         self.n_ranges = n_ranges or max(engine._pass_refs().getNumPartitions(), 1)
-        self._ids = itertools.count(1)
-        self._kept: dict[int, KeptScores] = {}
-        self._dropped: list[int] = []  # score files the next pass's tasks delete
-        self._plans = None
-        self._sample = None  # (global rows, CSR rows) of the fixed sample (_bounds)
-        self.buckets, n_pairs = self._label_buckets()
-        n_rows = sum(int(r.n_rows) for r in engine.refs)
-        self.summary = DataSummary(n_rows, engine.n_features, 1, n_pairs, 0 if n_pairs else 1, bool(engine.weights))
-        self._refs = {r.partition: r for r in engine.refs}
         self._row_start = dict(engine.row_start)
         built = sorted((engine.row_start[r.partition], r.partition) for r in engine.refs if r.n_rows)
         self._block_starts = np.array([s for s, _ in built], dtype=np.int64)
         self._block_partitions = np.array([p for _, p in built], dtype=np.int64)
+        self._plans = self._task_of = None
+        self._dropped: list[int] = []  # score files the next pass's tasks delete
+        if previous is not None:  # the same rows in a rebuilt store: what depends on them only
+            self._ids, self._kept, self._sample = previous._ids, previous._kept, previous._sample
+            self.buckets, self.summary = previous.buckets, previous.summary
+            return
+        self._ids = itertools.count(1)
+        self._kept: dict[int, KeptScores] = {}
+        self._sample = None  # (global rows, CSR rows) of the fixed sample (_bounds)
+        self.buckets, n_pairs = self._label_buckets()
+        n_rows = sum(int(r.n_rows) for r in engine.refs)
+        self.summary = DataSummary(n_rows, engine.n_features, 1, n_pairs, 0 if n_pairs else 1, bool(engine.weights))
 
     # -- set-up ----------------------------------------------------------------------------
     def _label_buckets(self) -> tuple[rc.LabelBuckets, int]:
@@ -183,18 +185,22 @@ class RangePlacement:
             kept = self._kept[state.payload]
             values_id = next(self._ids)
         else:
-            kept = KeptScores(next(self._ids), self._bounds(vector, plan))
+            kept = KeptScores(next(self._ids), self._bounds(vector, plan), vector)
             values_id = None
         job = PassJob(plan, kept.bounds, kept.bounds[0].shape[0] + 1, self.buckets, kept.scores_id, values_id,
-                      self._row_start, self._refs, self._step_plans(), self._block_starts, self._block_partitions)
-        n_final = int(self._block_partitions.max()) + 1 if self._block_partitions.size else 1
+                      self._row_start, self._tasks(), self._step_plans(), self._block_starts, self._block_partitions)
         dropped, self._dropped = tuple(self._dropped), []
-        with engine._broadcast(vector) as (vector_bc,):
-            total = engine._pass_refs().mapPartitions(range_tasks.route_task(job, vector_bc, dropped)) \
+        refs = engine._pass_refs()
+        with engine._broadcast(vector, kept.vector if plan.at_state else None) as (vector_bc, kept_bc):
+            parts = refs.mapPartitions(range_tasks.route_task(job, vector_bc, kept_bc, dropped)) \
                 .partitionBy(job.hist_task + 1, int) \
                 .mapPartitionsWithIndex(range_tasks.middle_task(job)) \
-                .partitionBy(n_final, int) \
-                .mapPartitionsWithIndex(range_tasks.final_task(job, kernel, powers, engine.n_features)) \
+                .partitionBy(refs.getNumPartitions(), int) \
+                .mapPartitions(range_tasks.gathered_values)
+            # zipped with the references, a final task runs where its blocks' reference is cached
+            # (on a cluster: the executor whose host has the block files), as a map over them would
+            total = refs.mapPartitions(range_tasks.gathered).zip(parts) \
+                .mapPartitions(range_tasks.final_task(job, kernel, powers, engine.n_features, vector_bc, kept_bc)) \
                 .treeAggregate(None, range_tasks.add_final, range_tasks.add_final, depth=1)
         if values_id is not None:
             self._dropped.append(values_id)
@@ -207,6 +213,14 @@ class RangePlacement:
         sums = [tasks.dense_sums(t) for t in sums]
         offsets = np.array([0, self.summary.n_rows], dtype=np.int64)
         return (stats, [dd_round(t) for t in add_split_steps(sums, offsets, rows, terms)]), kept
+
+    def _tasks(self) -> dict:
+        """Which task of a pass (partition of :meth:`SparkEngine._pass_refs`) holds each block:
+        where the final stage's parts of a block go (one small job per store)."""
+        if self._task_of is None:
+            pairs = self.engine._pass_refs().mapPartitionsWithIndex(range_tasks.task_partitions).collect()
+            self._task_of = dict(pairs)
+        return self._task_of
 
     def _bounds(self, vector, plan: rc.CountPlan) -> tuple:
         """The range boundaries of a pass at ``vector``: from the scores of the driver's fixed

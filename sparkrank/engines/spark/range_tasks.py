@@ -10,8 +10,14 @@ one job of three stages, :func:`route_task` → :func:`middle_task` → :func:`f
    parts, adds the cross-range terms, runs the kernel's formula and returns
    ``(stats, Xᵀc sums, cut steps)`` to ``treeAggregate`` as driver placement's products do.
 
-The middle and final stages are shuffle stages: a final task opens its block by path, which
-only the executors of a local master all can (the engine refuses range placement elsewhere).
+The route and final stages open blocks, so both run over the cached block references: the
+route stage maps them, and the final stage zips them (:func:`gathered`) with the middle
+stage's parts shuffled to the same partitions (:func:`gathered_values`).  Spark places a
+zipped task where its first parent's partition is cached, so a final task runs on the
+executor that holds its blocks' files, as any pass's task does (and one that does not raises
+:class:`~sparkrank.engines.spark.store.BlockMissingError`, which rebuilds the store).  The
+scores files are a cache: a block rebuilt elsewhere from lineage between the stages has none,
+and its task computes ``X·v`` again from the pass's vectors (the same bits).
 """
 
 from __future__ import annotations
@@ -71,23 +77,43 @@ def sample_rows_task(n_sample: int, row_start: dict[int, int]):
     return worker_task(task)
 
 
-def _block_values(ref, plan: rc.CountPlan, scores_id: int, vector_bc, values_id: int | None):
+def _saved(path: str, values: np.ndarray) -> None:
+    """Write a scores file whole or not at all (a retried task may write it again meanwhile)."""
+    tmp = f"{path}.{os.getpid()}.npy"
+    np.save(tmp, values)
+    os.replace(tmp, path)
+
+
+def _scores(ref, X, file_id: int, vector_bc, write: bool) -> np.ndarray:
+    """``X·v`` of a block: computed and (``write``) kept as ``file_id`` beside it, or read back
+    from that file; recomputed when the file is not there (the block was rebuilt from lineage
+    on another executor after the file was written)."""
+    path = scores_file(ref.path, file_id)
+    if not write:
+        try:
+            return np.load(path)
+        except FileNotFoundError:
+            pass
+    fresh = matvec(X, vector_bc.value[: ref.width])
+    if write:
+        _saved(path, fresh)
+    return fresh
+
+
+def _block_values(ref, X, job, vector_bc, kept_bc, route: bool):
     """``(scores the pairs are counted at, values summed, the kernel's scores)`` of a block.  The
-    route stage (``vector_bc`` given) computes ``X·v`` and keeps it in a file for the final stage:
-    a value pass's scores as ``scores_id``, a Hessian pass's ``u`` as ``values_id`` (its scores are
-    the kept ``scores_id``)."""
+    route stage computes ``X·v`` and keeps it in a file for the final stage: a value pass's
+    scores as ``job.scores_id``, a Hessian pass's ``u`` as ``job.values_id`` (its scores are the
+    kept ``job.scores_id``, those of ``kept_bc``'s vector)."""
+    plan = job.plan
     at_state = plan.values == "vector"
-    if vector_bc is None:  # the final stage: read what the route stage wrote
-        fresh = np.load(scores_file(ref.path, values_id if at_state else scores_id))
-    else:
-        fresh = matvec(open_block(ref.path, ref.width).X, vector_bc.value[: ref.width])
-        np.save(scores_file(ref.path, values_id if at_state else scores_id), fresh)
+    fresh = _scores(ref, X, job.values_id if at_state else job.scores_id, vector_bc, route)
     if not at_state:
         return fresh, (fresh if plan.values == "scores" else None), fresh
-    return np.load(scores_file(ref.path, scores_id)), fresh, fresh
+    return _scores(ref, X, job.scores_id, kept_bc, False), fresh, fresh
 
 
-def route_task(job, vector_bc, dropped: tuple[int, ...]):
+def route_task(job, vector_bc, kept_bc, dropped: tuple[int, ...]):
     """Stage 1: each block's ``X·v``, its events to their ranges, rows to their buckets,
     histograms to one task (``job``: :class:`~sparkrank.engines.range_placement.PassJob`);
     first the files of ``dropped`` (passes done with) are deleted."""
@@ -98,9 +124,9 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
             if not ref.n_rows:
                 continue
             start = job.row_start[ref.partition]
-            groups = open_block(ref.path, ref.width).groups
-            labels, weights = np.asarray(groups.labels), groups.row_weights  # weights: None unweighted
-            p, values, _ = _block_values(ref, job.plan, job.scores_id, vector_bc, job.values_id)
+            block = open_block(ref.path, ref.width)
+            labels, weights = np.asarray(block.groups.labels), block.groups.row_weights  # weights: None unweighted
+            p, values, _ = _block_values(ref, block.X, job, vector_bc, kept_bc, True)
             if weights is not None and values is not None:
                 values = weights * values  # a partner adds a_j·v_j (kernels/range_counts.py)
             rows = np.arange(start, start + ref.n_rows, dtype=np.int64)
@@ -108,9 +134,9 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
             bucket = job.buckets.of(labels)
             yield job.hist_task, (HIST, ref.partition, rc.histograms(bucket, range_p, range_q, values,
                                                                      job.buckets.n_buckets, job.n_ranges, weights))
+            keys = _label_keys(job, labels, bucket)
             for r in np.unique(np.concatenate([range_p, range_q])):
-                events = rc.range_events(p, rows, labels, values, range_p, range_q, int(r), job.plan, weights)
-                yield int(r), (RANGE, *events[:-1])
+                yield int(r), _range_chunk(job, ref.partition, start, p, keys, values, weights, range_p, range_q, int(r))
             if not job.buckets.exact:
                 for b in np.unique(bucket):
                     at = np.flatnonzero(bucket == b)
@@ -118,6 +144,68 @@ def route_task(job, vector_bc, dropped: tuple[int, ...]):
                                                   *(None if a is None else a[at] for a in (values, weights)))
 
     return worker_task(task)
+
+
+def _label_keys(job, labels: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+    """What a range's sweep ranks rows by: graded labels' buckets (one per label, in label
+    order: the same ranks in 4 bytes instead of 8), else the labels."""
+    return bucket if job.buckets.exact else labels
+
+
+def _range_chunk(job, partition: int, start: int, p, keys, values, weights, range_p, range_q, r: int):
+    """A block's events in range ``r`` as the route stage ships them: ``(RANGE, block partition,
+    first row, p-events, event values, label keys, values, weights)``, p-events (rows ascending)
+    then q-events (rows ascending), the arrays only: the final stage finds the rows again from
+    its own ``route``, so neither row numbers nor kinds travel (the shuffle's bytes are what
+    a range pass spends most of its time on)."""
+    at_p, at_q = np.flatnonzero(range_p == r), np.flatnonzero(range_q == r)
+    positions = np.concatenate([at_p, at_q])
+    event_values = np.concatenate([p[at_p], rc.q_keys(p[at_q], job.plan.margin)])
+    return (RANGE, partition, start, int(at_p.size), event_values, keys[positions],
+            *(None if a is None else a[positions] for a in (values, weights)))
+
+
+def _sweep_chunks(job, index: int, parts: list):
+    """Range ``index``'s sweep over its blocks' chunks (:func:`_range_chunk`); yields each
+    block's ``(task, (partition, (RANGE, index, counts, sums)))``, counts and sums in the chunk's
+    event order (``sums`` ``None`` when the pass sums no values)."""
+    parts = sorted(parts, key=lambda c: c[2])  # blocks in row order
+    first_p = rc.q_kind(job.plan.inclusive) == 1  # which kind comes first at equal values
+    # the events in (kind, row) order, so that a stable sort by value alone orders them
+    pieces = [(i, slice(0, c[3]) if take_p else slice(c[3], None), take_p)
+              for take_p in (first_p, not first_p) for i, c in enumerate(parts)]
+    values, keys, sums_of, weights = (None if parts[0][f] is None else
+                                      np.concatenate([parts[i][f][at] for i, at, _ in pieces]) for f in range(4, 8))
+    sizes = [parts[i][4][at].shape[0] for i, at, _ in pieces]
+    is_p = np.concatenate([np.full(n, take_p) for n, (_, _, take_p) in zip(sizes, pieces)])
+    counts, sums = rc.sweep_range(values, is_p, None, keys, sums_of, job.plan.inclusive, arranged=True,
+                                  weights=weights)
+    if counts.dtype == np.int64 and counts.shape[0] < 2 ** 31:  # at most the range's events: 4 bytes each
+        counts = counts.astype(np.int32)
+    ends = np.cumsum(sizes)
+    mine: dict[int, list] = {i: [] for i in range(len(parts))}
+    for (i, _, take_p), end, n in zip(pieces, ends, sizes):
+        mine[i].append((not take_p, counts[end - n:end], None if sums_of is None else sums[end - n:end]))
+    for i, chunk in enumerate(parts):
+        got = sorted(mine[i], key=lambda t: t[0])  # p-events first, as the chunk has them
+        chunk_sums = None if sums_of is None else np.concatenate([g[2] for g in got])
+        yield job.task_of[chunk[1]], (chunk[1], (RANGE, index, np.concatenate([g[1] for g in got]), chunk_sums))
+
+
+def task_partitions(index: int, refs):
+    """``(block partition, index)`` of each block of the pass's task ``index``."""
+    return [(ref.partition, index) for ref in refs]
+
+
+def gathered(items):
+    """A partition's items as one list: one element each side of the final stage's ``zip``
+    (which pairs its sides' elements one by one)."""
+    return [list(items)]
+
+
+def gathered_values(records):
+    """The values of a partition's ``(key, value)`` records as one list (see :func:`gathered`)."""
+    return [[value for _, value in records]]
 
 
 def _concat(parts: list, i: int):
@@ -136,17 +224,13 @@ def middle_task(job):
             for _, partition, h in sorted(parts, key=lambda t: t[1]):  # a fixed order of addition
                 hist = h if hist is None else hist + h
             for partition in job.partitions:
-                yield partition, (HIST, hist)
+                yield job.task_of[partition], (partition, (HIST, hist))
             return
         if not parts:
             return
         if parts[0][0] == RANGE:
-            ev, is_p, rows, labels, vals, weights = rc.arrange([part[1:] for part in parts], job.plan.inclusive)
-            if ev is None:
-                return
-            counts, sums = rc.sweep_range(ev, is_p, rows, labels, vals, job.plan.inclusive, arranged=True,
-                                          weights=weights)
-            results = (RANGE, rows, is_p, counts, sums)
+            yield from _sweep_chunks(job, index, parts)
+            return
         else:
             labels, rows, range_p, range_q, vals, weights = (_concat(parts, i) for i in range(1, 7))
             results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges, weights))
@@ -156,12 +240,14 @@ def middle_task(job):
 
 
 def _by_block(job, results):
-    """Split a middle task's per-row results by the block holding each row."""
+    """Split a middle task's per-row results by the block holding each row, keyed by the task
+    that holds the block."""
     rows = results[1]
     block = np.searchsorted(job.block_starts, rows, side="right") - 1
     for i in np.unique(block):
         at = block == i
-        yield int(job.block_partitions[i]), (results[0], *(a[at] for a in results[1:]))
+        partition = int(job.block_partitions[i])
+        yield job.task_of[partition], (partition, (results[0], *(a[at] for a in results[1:])))
 
 
 def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
@@ -173,14 +259,16 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
     bucket = job.buckets.of(labels)
     hist = next(part[1] for part in parts if part[0] == HIST)
     n_above, s_above, n_below, s_below = rc.cross_terms(hist, bucket, range_p, range_q, weighted)
-    for part in parts:
+    # ranges before buckets: each row's terms added in one order, whatever order the shuffle gave
+    for part in sorted(parts, key=lambda t: t[0]):
         if part[0] == RANGE:
-            _, r, is_p, counts, sums = part
-            at_q, at_p = r[~is_p] - start, r[is_p] - start
-            n_above[at_q] += counts[~is_p]
-            s_above[at_q] += sums[~is_p]
-            n_below[at_p] += counts[is_p]
-            s_below[at_p] += sums[is_p]
+            _, r, counts, sums = part
+            at_p, at_q = np.flatnonzero(range_p == r), np.flatnonzero(range_q == r)  # as _range_chunk cut them
+            n_below[at_p] += counts[: at_p.size]
+            n_above[at_q] += counts[at_p.size:]
+            if sums is not None:
+                s_below[at_p] += sums[: at_p.size]
+                s_above[at_q] += sums[at_p.size:]
         elif part[0] == BUCKET:
             _, r, a, sa, d, sd = part
             at = r - start
@@ -191,27 +279,34 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
     return PairCounts(n_above, n_below, s_above, s_below)
 
 
-def final_task(job, kernel, powers: tuple[int, ...], n_features: int):
-    """Stage 3, one task per block: the kernel's result from its rows' counts; yields
-    ``(stats, (sums, cut rows, cut terms))`` as :func:`~sparkrank.engines.spark.tasks.driver_products_task`
-    sums ``Xᵀc`` (the driver's steps)."""
+def final_task(job, kernel, powers: tuple[int, ...], n_features: int, vector_bc, kept_bc):
+    """Stage 3, over the zipped ``(this task's block references, their parts)``: each block's
+    kernel result from its rows' counts; yields ``(stats, (sums, cut rows, cut terms))`` as
+    :func:`~sparkrank.engines.spark.tasks.driver_products_task` sums ``Xᵀc`` (the driver's steps)."""
     from ..tiles import pass_products
 
-    def task(index, records):
-        parts = [value for _, value in records]
-        ref = job.refs[index]
-        if not ref.n_rows:
-            return
-        block = open_block(ref.path, ref.width)
-        p, values, scores = _block_values(ref, job.plan, job.scores_id, None, job.values_id)
-        groups = block.groups
-        counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
-        result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
-        wanted = pass_products(result, powers)
-        yield result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
-                                                job.step_plans[ref.partition], n_features)
+    def task(zipped):
+        for refs, records in zipped:
+            parts: dict[int, list] = {}
+            for partition, part in records:
+                parts.setdefault(partition, []).append(part)
+            for ref in refs:
+                if ref.n_rows:
+                    yield _final(job, kernel, powers, n_features, ref, parts.get(ref.partition, []), vector_bc,
+                                 kept_bc, pass_products)
 
     return worker_task(task)
+
+
+def _final(job, kernel, powers, n_features, ref, parts, vector_bc, kept_bc, pass_products):
+    block = open_block(ref.path, ref.width)
+    p, _, scores = _block_values(ref, block.X, job, vector_bc, kept_bc, False)
+    groups = block.groups
+    counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
+    result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
+    wanted = pass_products(result, powers)
+    return result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
+                                             job.step_plans[ref.partition], n_features)
 
 
 def add_final(a: Any, b: Any):
