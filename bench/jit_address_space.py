@@ -1,7 +1,7 @@
 """How much address space numba needs to compile (cold cache) or load (warm cache) a fit's kernels.
 
 Why: under ``ulimit -v`` LLVM's allocations are C++ ``new``; when one fails the process aborts
-(``LLVM ERROR: out of memory``, exit 134), which Python cannot catch.  ``sparkrank/jit_room.py``
+(``LLVM ERROR: out of memory``, exit 134), which Python cannot catch.  ``sparkrank/data/jit_room.py``
 keeps this much address space free for the compiler; this script measures it.
 
 How: each probe is a child process that builds 2,000 rows x 136 float32 features in memory

@@ -3,7 +3,7 @@
 Before: between the limit at which the rows no longer fit and the one at which the fit ended,
 numba's compiler (LLVM) ran out after the rows were read and aborted the process (``LLVM ERROR:
 out of memory`` / ``std::bad_alloc``, exit 134): 2M x 136 float32 rows at ``ulimit -v`` 3.0-3.2 GB,
-200k x 136 at 1.0-1.2 GB.  Now :mod:`sparkrank.jit_room` keeps room for the compiler.
+200k x 136 at 1.0-1.2 GB.  Now :mod:`sparkrank.data.jit_room` keeps room for the compiler.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sparkrank.jit_room import ROOM
+from sparkrank.data.jit_room import ROOM
 
 MIB = 1 << 20
 ROWS, FEATURES = 50_000, 136

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args)
 
     def command() -> int:
-        from ..jit_room import keep_compiler_room
+        from ..data.jit_room import keep_compiler_room
 
         # under ulimit -v: room for numba's compiler, whose LLVM would abort the process without it
         keep_compiler_room()

@@ -371,9 +371,10 @@ def available_memory() -> tuple[int, str]:
 
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
         if soft != resource.RLIM_INFINITY:
-            from ..jit_room import room_text
+            from .jit_room import room_text
 
-            bounds.append((soft - _mapped_bytes(), f"the address-space limit (ulimit -v) less what is mapped{room_text()}"))
+            bounds.append((soft - _mapped_bytes(),
+                           f"the address-space limit (ulimit -v) less what is mapped{room_text()}"))
     except (ImportError, OSError, ValueError):
         pass
     if not bounds:
