@@ -377,8 +377,8 @@ class InProcessBackend(Backend):
         spark_only = [flag for flag, given in (("--keep-cols", out.keep_cols), ("--rank", out.rank),
                                                ("--partition-by", out.partition_by)) if given]
         if spark_only:
-            raise ValueError(f"{', '.join(spark_only)} shape the Parquet output of the Spark engine; "
-                             f"the {self.name} engine writes one score per line")
+            raise ValueError(f"{', '.join(spark_only)} shape the output of the Spark engine; "
+                             f"the {self.name} engine writes the scores alone, in input order")
         self.check_output_file(out.path)
 
     def write_scores(self, source, model, out):
