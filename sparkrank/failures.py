@@ -224,6 +224,8 @@ def failure_message(exc: BaseException) -> str | None:
     plain = (DataError, OSError, ValueError, ClusterError)
     if isinstance(exc, MemoryError):
         return out_of_memory_message(exc)
+    if isinstance(exc, ImportError) and _MAP_FAILED in str(exc):  # a library's code, not mappable under ulimit -v
+        return out_of_memory_message(MemoryError(f"cannot load a library: {exc}"))
     # a job's failure; a connection refused or reset may be a driver JVM that died
     if _spark_loaded() and (not isinstance(exc, plain) or isinstance(exc, ConnectionError)):
         from .io.spark.failures import spark_failure_message
@@ -234,6 +236,10 @@ def failure_message(exc: BaseException) -> str | None:
     if isinstance(exc, plain):
         return str(exc)
     return None
+
+
+#: How the dynamic loader says that it could not map a library (``ImportError`` of an extension).
+_MAP_FAILED = "failed to map segment from shared object"
 
 
 def _spark_loaded() -> bool:

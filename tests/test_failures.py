@@ -460,7 +460,8 @@ def test_a_local_memory_error_is_one_line_with_what_to_change(tmp_path):
     assert proc.returncode == 2, proc.stderr
     [line] = _foreign_lines(proc.stderr)
     assert line.startswith("sparkrank train: error: ") and "sample/train.svmlight: the in-process engine needs at " \
-        "least ~" in line and "(the address-space limit (ulimit -v) less what is mapped); use --dtype float32" in line
+        "least ~" in line and "(the address-space limit (ulimit -v) less what is mapped, 480 MiB kept for numba's " \
+        "compiler included); use ulimit -v " in line and " or more, --dtype float32" in line
     proc = subprocess.run([sys.executable, "-c", _TRAIN_WITHOUT_MEMORY_CHECK, *args], capture_output=True, text=True,
                           env=_env(), timeout=300, preexec_fn=_limit_address_space(3 << 30))
     assert proc.returncode == 2, proc.stderr

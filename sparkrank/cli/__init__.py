@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args)
 
     def command() -> int:
+        from ..data.jit_room import keep_compiler_room
+
+        # under ulimit -v: room for numba's compiler, whose LLVM would abort the process without it
+        keep_compiler_room()
         with feature_limit(getattr(args, "max_features", None)):
             return COMMANDS[args.command](args)
 

@@ -290,13 +290,17 @@ def _add_train(sub) -> None:
 def _add_predict(sub) -> None:
     """``predict``: scores of every input row."""
     p = _subparser(sub, "predict", help="score rows with a model",
-                   description="Score every input row; labels are not needed (nor read).  Local engine: a text "
-                               "file, one score per line in input "
-                               "order.  Spark: a Parquet directory with the group id, the kept columns, the "
-                               "prediction column and (--rank) the rank inside the group.")
+                   description="Score every input row; labels are not needed (nor read).  The --output name "
+                               "picks the format on both engines: *.csv is CSV, *.parquet / *.pq Parquet, "
+                               "anything else the engine's own.  Local engine: one file, the prediction column "
+                               "(CSV, Parquet) or one score per line (text), in input order.  Spark: a directory "
+                               "(CSV part files with a header each, or Parquet; Parquet for any other name) with "
+                               "the group id, the kept columns, the prediction column and (--rank) the rank "
+                               "inside the group.")
     p.add_argument("--model", required=True, help="model JSON")
     _add_input(p, "rows to score")
-    p.add_argument("--output", required=True, metavar="URI", help="where to write the scores")
+    p.add_argument("--output", required=True, metavar="URI",
+                   help="where to write the scores (*.csv: CSV, *.parquet / *.pq: Parquet; see above)")
     p.add_argument("--prediction-col", default=PREDICTION_COL,
                    help=f"name of the score column (default {PREDICTION_COL})")
     p.add_argument("--keep-cols", nargs="+", metavar="COL",

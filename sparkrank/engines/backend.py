@@ -262,6 +262,14 @@ def is_csv(path: str) -> bool:
     return path.lower().endswith(".csv")
 
 
+def score_format(path: str) -> str | None:
+    """The format a ``predict --output`` name asks for, the same rule on both engines: ``csv``
+    (``*.csv``), ``parquet`` (``*.parquet``, ``*.pq``), or ``None`` for the engine's own (one score
+    per line in-process, a Parquet directory on Spark)."""
+    name = path.lower()
+    return "csv" if name.endswith(".csv") else "parquet" if name.endswith((".parquet", ".pq")) else None
+
+
 # ----------------------------------------------------------------------------- in this process
 
 
@@ -369,15 +377,24 @@ class InProcessBackend(Backend):
         spark_only = [flag for flag, given in (("--keep-cols", out.keep_cols), ("--rank", out.rank),
                                                ("--partition-by", out.partition_by)) if given]
         if spark_only:
-            raise ValueError(f"{', '.join(spark_only)} shape the Parquet output of the Spark engine; "
-                             f"the {self.name} engine writes one score per line")
+            raise ValueError(f"{', '.join(spark_only)} shape the output of the Spark engine; "
+                             f"the {self.name} engine writes the scores alone, in input order")
         self.check_output_file(out.path)
 
     def write_scores(self, source, model, out):
         data = self.rows(source, model)
         scores = data.to_input_order(model.predict(data))
-        self.filesystem(out.path).write_text(out.path, "".join(f"{v:.17g}\n" for v in scores))
-        return f"wrote {scores.shape[0]} scores to {out.path}"
+        kind = score_format(out.path)
+        if kind is None:
+            self.filesystem(out.path).write_text(out.path, "".join(f"{v:.17g}\n" for v in scores))
+            return f"wrote {scores.shape[0]} scores to {out.path}"
+        # one column, the score, in input order: scoring reads no group ids from Parquet or CSV rows
+        # (table.py), so a group column would come and go with the input's format
+        if kind == "csv":
+            write_csv(out.path, [out.prediction_col], [(v,) for v in scores.tolist()])
+        else:
+            write_parquet_file(out.path, [out.prediction_col], [scores.tolist()])
+        return f"wrote {scores.shape[0]} scores ({out.prediction_col}) as {kind.upper()} to {out.path}"
 
     def check_per_query_output(self, path, mode):
         self.check_output_file(path)

@@ -98,6 +98,10 @@ class FileSystem(ABC):
         """Create the directory and its parents (existing is fine)."""
 
     # -- shared logic -----------------------------------------------------------------------
+    def rename(self, source: str, target: str) -> None:
+        """Rename ``source`` to ``target`` (replacing it if it exists)."""
+        self._replace(source, target)
+
     def list_files(self, path: str, not_hidden: list[str] | None = None) -> list[FileEntry]:
         """Data files under ``path`` (itself if it is a file), recursively, in sorted order,
         skipping the names that are not data (:func:`sparkrank.io.uri.skipped_name`: ``_*``,

@@ -9,13 +9,17 @@
   write that fails or is interrupted leaves no partial directory.
 * :func:`write_csv` writes rows with the csv module: text fields quoted, and a text cell
   that a spreadsheet could run as a formula gets a leading ``'`` so it shows as text (OWASP
-  "CSV injection", :func:`safe_cell`); numbers are written as numbers.
+  "CSV injection", :func:`safe_cell`); numbers are written as numbers, a missing value (null)
+  as an empty cell.  :func:`write_csv_dataframe` writes a Spark DataFrame as Spark's directory
+  of CSV part files, each line made by the same csv writer (Spark's own CSV writer quotes
+  differently and escapes nothing), each part file with the header, as Spark writes them.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 import unicodedata
 from typing import Iterable, Sequence
@@ -68,8 +72,11 @@ def check_output_dir(path: str, mode: str = "error", spark=None) -> None:
         raise OSError(f"cannot write {path}: {exc}") from None
 
 
-def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequence[str] = ()) -> None:
-    """``df`` as a Parquet directory at ``path`` (any URI), after :func:`check_output_dir`."""
+def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequence[str] = (),
+                    fmt: str = "parquet", part_suffix: str | None = None) -> None:
+    """``df`` as a Parquet directory at ``path`` (any URI), after :func:`check_output_dir`;
+    ``fmt="text"``: a directory of text part files of ``df``'s one string column, renamed from
+    Spark's ``.txt`` to ``part_suffix`` when given."""
     check_output_dir(path, mode, df.sparkSession)
     missing = [c for c in partition_by if c not in df.columns]
     if missing:
@@ -81,10 +88,24 @@ def write_dataframe(df, path: str, *, mode: str = "error", partition_by: Sequenc
     fs = filesystem(path, df.sparkSession)
     was_empty_dir = fs.is_dir(path) and not fs.children(path)
     try:
-        writer.parquet(U.for_spark(path))
+        getattr(writer, fmt)(U.for_spark(path))
+        if part_suffix:
+            _rename_parts(df.sparkSession, path, ".txt", part_suffix)
     except BaseException:  # a full disk, a lost executor, Ctrl-C: no partial directory is left
         _remove_partial_output(fs, path, was_empty_dir)
         raise
+
+
+def _rename_parts(spark, path: str, old: str, new: str) -> None:
+    """Rename the part files ``part-*<old>`` in the directory ``path`` to ``part-*<new>``, through
+    Hadoop's file system even for a local path (its checksum files follow the names)."""
+    from .fs import HadoopFileSystem
+
+    fs = HadoopFileSystem(spark)
+    for child, is_dir, _ in fs.children(U.for_spark(path)):
+        name = child.rsplit("/", 1)[-1]
+        if not is_dir and name.startswith("part-") and name.endswith(old):
+            fs.rename(child, child[: -len(old)] + new)
 
 
 def _remove_partial_output(fs, path: str, was_empty_dir: bool) -> None:
@@ -108,8 +129,8 @@ def safe_cell(value):
     a no-break or ideographic space, a line feed ...), unless it is a plain decimal number
     (``-3`` stays a number).
     """
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
+    if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value  # the csv module writes None as an empty cell
     text = str(value)
     if _PLAIN_NUMBER.fullmatch(text):
         return text
@@ -120,14 +141,40 @@ def safe_cell(value):
     return text
 
 
-def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], spark=None) -> None:
-    """Rows as CSV at ``path`` (local or any URI, written atomically); text quoted, see module."""
+def csv_lines(header: Sequence[str], rows: Iterable[Sequence]):
+    """The lines (without their line end) of the CSV of ``header`` and ``rows``: every cell through
+    :func:`safe_cell` (the header's names too: a column may be named ``=cmd``), text quoted.  A
+    line may hold line breaks inside a quoted cell."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-    writer.writerow([str(h) for h in header])
-    for row in rows:
+    for row in itertools.chain([[str(h) for h in header]], rows):
         writer.writerow([safe_cell(v) for v in row])
-    filesystem(path, spark).write_text(path, buffer.getvalue())
+        yield buffer.getvalue()[:-1]
+        buffer.seek(0)
+        buffer.truncate()
+
+
+def write_csv(path: str, header: Sequence[str], rows: Iterable[Sequence], spark=None) -> None:
+    """Rows as CSV at ``path`` (local or any URI, written atomically); text quoted, see module."""
+    filesystem(path, spark).write_text(path, "".join(line + "\n" for line in csv_lines(header, rows)))
+
+
+def write_csv_dataframe(df, path: str, *, mode: str = "error") -> None:
+    """``df`` as Spark's directory of CSV part files at ``path`` (any URI), the lines those of
+    :func:`write_csv` (:func:`csv_lines`), the header at the top of every non-empty part file (as
+    Spark's ``header`` option writes it, and reads it back); nothing partial is left on failure
+    (:func:`write_dataframe`)."""
+    header = list(df.columns)
+
+    def part_lines(rows):
+        first = next(rows, None)
+        if first is None:
+            return iter(())  # an empty partition writes no header either
+        return csv_lines(header, (list(r) for r in itertools.chain([first], rows)))
+
+    lines = df.rdd.mapPartitions(part_lines).map(lambda line: (line,))
+    write_dataframe(df.sparkSession.createDataFrame(lines, "value string"), path, mode=mode, fmt="text",
+                    part_suffix=".csv")
 
 
 def write_via_local_file(out: str, write_local) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from ...data.block import DataError
-from ...io.outputs import write_csv, write_dataframe
-from ..backend import Backend, ConvertOutput, ScoreOutput, is_csv
+from ...io.outputs import write_csv, write_csv_dataframe, write_dataframe
+from ..backend import Backend, ConvertOutput, ScoreOutput, is_csv, score_format
 from .inputs import SparkRows, SparkSource, build_engine
 
 log = logging.getLogger("sparkrank")
@@ -71,6 +71,9 @@ class SparkBackend(Backend):
 
     # -- outputs -------------------------------------------------------------------------------
     def check_scores_output(self, out: ScoreOutput) -> None:
+        if out.partition_by and score_format(out.path) == "csv":
+            raise ValueError(f"--partition-by writes Hive partitions of Parquet; {out.path} asks for CSV "
+                             "(name it without .csv for a Parquet directory)")
         self.check_output_dir(out.path, out.mode)
 
     def fixed_width(self, source) -> bool:
@@ -85,6 +88,9 @@ class SparkBackend(Backend):
                                fixed_width=source.fixed_width(df.columns),
                                feature_cols=source.columns.feature_cols, prediction_col=out.prediction_col,
                                keep_cols=out.keep_cols, rank=out.rank, partition_by=out.partition_by)
+        if score_format(out.path) == "csv":  # Spark's directory of part files, lines as write_csv makes them
+            write_csv_dataframe(scored, out.path, mode=out.mode)
+            return f"wrote scores ({', '.join(scored.columns)}) to the CSV directory {out.path}"
         write_dataframe(scored, out.path, mode=out.mode, partition_by=out.partition_by)
         return f"wrote scores ({', '.join(scored.columns)}) to the Parquet directory {out.path}"
 
