@@ -30,7 +30,7 @@ from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
 from ..numerics.sparse_sums import ColumnSums, wants_sparse_passes
-from ..numerics.tile_columns import TileColumns, tile_columns, tile_products, tile_scores
+from ..numerics.tile_columns import TileColumns, tile_columns, tile_products
 from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
 
@@ -151,7 +151,7 @@ def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: 
     Returns the kernel's result without and with its coefficients, and the sums."""
     a, b = tile.start, tile.stop
     if fresh:
-        scores[a:b] = matvec(X, v, (a, b)) if tile.columns is None else tile_scores(tile.columns, v)
+        scores[a:b] = matvec(X, v, (a, b))
     r = kernel(tile.groups, scores[a:b], state)
     products = pass_products(r, powers) if powers else []
     sums = None

@@ -1,25 +1,21 @@
-"""A tile's wide CSR rows kept column by column: ``X·v`` and ``Xᵀc`` at cache speed.
+"""A tile's wide CSR rows kept column by column: ``Xᵀc`` at cache speed.
 
 Why: on hashed features (2²⁰–2²⁴ feature ids, tens of non-zeros per row) a tile of ~25k rows
 touches ~1M columns, and a row-order sweep reads and writes those columns' accumulators at
-random, five arrays of ~8 MB each for ``Xᵀc`` (partial, mark, list, ``hi``, ``lo``) and the
-full-width ``v`` for ``X·v``: every entry is a miss in the last-level cache, ~170 ns per entry
-and product for ``Xᵀc`` and ~60 ns for ``X·v`` (200k rows x 40 ids of 2²⁴, one core), 30-50x
-what a sequential read costs.  Column by column the entries of one column are read in a row,
-each column's sum is finished before the next starts, and what is read at random is indexed
-by the tile's rows (its coefficients and step ids, ~0.2 MB; the scores' lanes, ~1.6 MB),
-which stay in the second-level cache.
+random, five arrays of ~8 MB each (partial, mark, list, ``hi``, ``lo``): every entry is a
+miss in the last-level cache, ~170 ns per entry and product (200k rows x 40 ids of 2²⁴, one
+core).  Column by column the entries of one column are read in a row, each column's sum is
+finished before the next starts, and what is read at random is indexed by the tile's rows (its
+coefficients and step ids, ~0.2 MB), which stay in the second-level cache: 4-6 ns.  ``X·v``
+stays a row sweep over the CSR rows (``linalg.matvec``): its cost is gathering the full-width
+``v`` (~20 ns per entry), which a column-major sweep measured no faster.
 
-Why the bits are the row-order sweeps' (``linalg._csr_dot``, ``exact_sum._csr_tdot_dd``):
-
-* ``X·v``: row ``r``'s lane ``j mod 8`` (:mod:`sparkrank.numerics.simd`) adds its terms in
-  ascending ``j`` from ``+0.0`` either way (CSR rows' columns ascend, and so do a tile's
-  columns here); the lanes are combined in the same tree.
-* ``Xᵀc``: column ``j``'s step sums (:mod:`sparkrank.numerics.exact_sum`: a query's rows in
-  steps of :data:`~sparkrank.numerics.simd.DD_ROWS` from its first row) add the same terms in
-  row order from ``+0.0``, a step that adds a term goes to the column's double-double by one
-  TwoSum, steps in row order: operation for operation the row sweep's, only the columns'
-  interleaving differs, and no column's sum depends on another's.
+Why the bits are the row sweep's (``exact_sum._csr_tdot_dd``): column ``j``'s step sums
+(:mod:`sparkrank.numerics.exact_sum`: a query's rows in steps of
+:data:`~sparkrank.numerics.simd.DD_ROWS` from its first row) add the same terms in row order
+from ``+0.0``, a step that adds a term goes to the column's double-double by one TwoSum, steps
+in row order: operation for operation the row sweep's, only the columns' interleaving differs,
+and no column's sum depends on another's.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from .exact_sum import DoubleDouble, two_sum
-from .simd import DD_ROWS, SCORE_LANES, lane_total
+from .simd import DD_ROWS
 from .sparse_sums import BlockColumns
 
 
@@ -80,31 +76,6 @@ def tile_columns(X, bounds: list[tuple[int, int]]) -> list[TileColumns]:
     block = BlockColumns(columns.astype(np.int64), int(X.shape[1]))
     return [TileColumns(col_ptr, rows, values, np.searchsorted(block.columns, distinct).astype(np.int32), block, n)
             for distinct, col_ptr, rows, values, n in per_tile]
-
-
-@njit(cache=True, nogil=True)
-def _column_major_scores(col_ptr, rows, values, positions, block_columns, v, n_rows):
-    # X·v with simd.py's lanes: row r's lane (j mod 8) takes its terms in ascending j, as a
-    # row-order sweep over ascending CSR columns adds them (the module docstring)
-    lanes = np.zeros((n_rows, SCORE_LANES))
-    for t in range(positions.shape[0]):
-        j = block_columns[positions[t]]
-        vj = v[j]
-        lane = j % SCORE_LANES
-        for e in range(col_ptr[t], col_ptr[t + 1]):
-            x = np.float64(values[e])
-            if x != 0.0:  # an explicit zero is no term, as in a dense row
-                lanes[rows[e], lane] += x * vj
-    out = np.empty(n_rows)
-    for r in range(n_rows):
-        out[r] = lane_total(lanes[r])
-    return out
-
-
-def tile_scores(columns: TileColumns, v: np.ndarray) -> np.ndarray:
-    """``X·v`` of the tile's rows in float64, with ``linalg.matvec``'s bits."""
-    return _column_major_scores(columns.col_ptr, columns.rows, columns.values, columns.positions,
-                                columns.block.columns, np.ascontiguousarray(v, dtype=np.float64), columns.n_rows)
 
 
 def step_ids(starts: np.ndarray, n_rows: int) -> np.ndarray:
