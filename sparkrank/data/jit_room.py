@@ -92,7 +92,7 @@ def keep_compiler_room() -> bool:
         raise CompilerRoomError(
             f"the address-space limit ({_limit_text()}) leaves {max(left, 0) >> 20} MiB above what this process "
             f"maps, less than the ~{ROOM >> 20} MiB numba's compiler needs for sparkrank's kernels; raise it to at "
-            f"least ulimit -v {_limit_for(ROOM - left)}")
+            f"least ulimit -v {limit_for(ROOM - left)}")
     from numba.core import event
 
     _STATE.update(installed=True, room=room)
@@ -100,13 +100,14 @@ def keep_compiler_room() -> bool:
     return True
 
 
-def _limit_for(missing: int) -> int:
-    """The ``ulimit -v`` (KiB) that gives ``missing`` bytes more, plus 64 MiB for the libraries a
-    command loads later (pyarrow's compute module, Spark's client), rounded to 1 MiB."""
+def limit_for(missing: int, slack: int = 64 << 20) -> int:
+    """The ``ulimit -v`` (KiB) that gives this process ``missing`` bytes more, plus ``slack``
+    (by default 64 MiB for the libraries a command loads later: pyarrow's compute module,
+    Spark's client), rounded down to 1 MiB."""
     import resource
 
     soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    return (soft + max(missing, 0) + (64 << 20)) // (1 << 20) * 1024
+    return (soft + max(missing, 0) + slack) // (1 << 20) * 1024
 
 
 def _give_room() -> None:
@@ -125,7 +126,7 @@ def _give_room() -> None:
             _STATE["depth"] -= 1
             raise MemoryError(f"numba's compiler needs ~{ROOM >> 20} MiB of address space to compile or load a "
                               f"kernel and the limit leaves {max(left, 0) >> 20} MiB; raise it to at least "
-                              f"ulimit -v {_limit_for(ROOM - left)}")
+                              f"ulimit -v {limit_for(ROOM - left)}")
 
 
 def _take_room_back() -> None:

@@ -391,13 +391,6 @@ def _mapped_bytes() -> int:
     return 0
 
 
-def _address_limit_for(missing: int) -> int:
-    """The ``ulimit -v`` (KiB) that would give this process ``missing`` bytes more, to 1 MiB up."""
-    import resource
-
-    return (resource.getrlimit(resource.RLIMIT_AS)[0] + missing + (1 << 20)) // (1 << 20) * 1024
-
-
 def check_local(shape: DataShape, threads: int, name: str, available: tuple[int, str] | None = None) -> None:
     """Refuse in one line, before reading, rows the in-process engine cannot hold."""
     need = local_bytes(shape, threads)
@@ -405,7 +398,9 @@ def check_local(shape: DataShape, threads: int, name: str, available: tuple[int,
     if need > free:
         hint = "--dtype float32 (half the feature bytes), " if shape.itemsize == 8 else ""
         if source.startswith("the address-space limit"):
-            hint = f"ulimit -v {_address_limit_for(need - free)} or more, {hint}"
+            from .jit_room import limit_for
+
+            hint = f"ulimit -v {limit_for(need - free, slack=1 << 20)} or more, {hint}"
         raise MemoryBudgetError(
             f"{name}: the in-process engine needs at least ~{size_text(need)} for {shape.describe()} and its "
             f"passes, more than the {size_text(free)} this process can have ({source}); use {hint}--engine spark "
