@@ -192,3 +192,14 @@ def test_the_memory_model_counts_sparse_passes_by_their_entries():
     parts = memory.partition_count(hashed_rows, budget, 2, minimum=2, input_bytes=memory.build_input_bytes(40, 8))
     assert 2 <= parts <= 64 and parts % 2 == 0
     assert memory.worker_fixed_bytes(0) + memory.worker_block_bytes(hashed_rows.part(parts)) <= budget.bytes
+
+
+def test_the_union_of_sorted_columns_is_np_unique():
+    from sparkrank.numerics.tile_columns import sorted_union
+
+    rng = np.random.default_rng(11)
+    parts = [np.unique(rng.integers(0, 1 << 24, size)) for size in (0, 1, 500, 40_000)]
+    got = sorted_union(parts)
+    assert got.dtype == np.int64 and np.array_equal(got, np.unique(np.concatenate(parts)))
+    assert sorted_union([]).shape == (0,) and sorted_union([parts[0]]).dtype == np.int64
+
