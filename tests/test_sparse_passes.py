@@ -203,3 +203,66 @@ def test_the_union_of_sorted_columns_is_np_unique():
     assert got.dtype == np.int64 and np.array_equal(got, np.unique(np.concatenate(parts)))
     assert sorted_union([]).shape == (0,) and sorted_union([parts[0]]).dtype == np.int64
 
+
+def _block(data):
+    from sparkrank.engines.spark.store import Block, CsrArrays
+
+    X = data.X
+    return Block(CsrArrays(X.indptr, X.indices, X.data, X.shape), data.groups, None)
+
+
+def _same_tiles(got, want):
+    assert [(t.start, t.stop) for t in got] == [(t.start, t.stop) for t in want]
+    for g, w in zip(got, want):
+        assert np.array_equal(g.groups.offsets, w.groups.offsets) and np.array_equal(g.groups.labels, w.groups.labels)
+        assert np.array_equal(g.columns.block.columns, w.columns.block.columns)
+        assert g.columns.n_rows == w.columns.n_rows and g.columns.block.n_features == w.columns.block.n_features
+        for name in ("col_ptr", "rows", "values", "positions"):
+            a, b = getattr(g.columns, name), getattr(w.columns, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_a_blocks_tiles_kept_as_files_are_the_tiles_made_and_give_their_bits(tmp_path):
+    from sparkrank.engines.spark import tile_files
+
+    data = hashed(900, 1 << 16, 12, 7, seed=12)
+    tiles, _ = tiling.make_tiles(data.X, data.groups, 4000)
+    assert len(tiles) > 3 and tiles[0].columns is not None
+    directory = tile_files.tiles_dir(str(tmp_path), 4000)
+    assert tile_files.read_tiles(directory, data.groups, data.X.shape[1]) is None
+    assert tile_files.write_tiles(directory, tiles)
+    kept = tile_files.read_tiles(directory, data.groups, data.X.shape[1])
+    _same_tiles(kept, tiles)
+    w = np.random.default_rng(13).normal(size=data.X.shape[1])
+    kernel = SquaredHingeDiagonalKernel()
+    runs = [tiling.fused_pass(data.X, t, w, kernel, None, (1,), np.empty(data.n_rows)) for t in (tiles, kept)]
+    (_, (want,), want_moments), (_, (got,), got_moments) = runs
+    for g, x in zip([got, *got_moments], [want, *want_moments]):
+        assert np.array_equal(_bits(g.rounded()), _bits(x.rounded()))
+    # a second writer (another Python worker, at the same time) keeps the first's tiles
+    other, _ = tiling.make_tiles(data.X, data.groups, 1 << 40)
+    assert tile_files.write_tiles(directory, other)
+    _same_tiles(tile_files.read_tiles(directory, data.groups, data.X.shape[1]), tiles)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiles-4000"]  # no temporary left
+
+
+def test_every_python_worker_maps_a_blocks_tiles_made_once(tmp_path, monkeypatch):
+    from sparkrank.engines.spark import store
+
+    kernel = SquaredHingeDiagonalKernel()
+    blocks = {str(tmp_path / f"part-{k:05d}"): _block(hashed(600, 1 << 16, 10, 6, seed=20 + k)) for k in range(2)}
+    for path in blocks:
+        (tmp_path / path).mkdir()
+    monkeypatch.setattr(store, "_TILES", {})
+    made = {path: store.block_tiles(path, block, kernel, 3000) for path, block in blocks.items()}
+    assert list(store._TILES) == [(list(blocks)[1], 3000)]  # one block's tiles at a time
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tiles made again")
+
+    monkeypatch.setattr(store, "make_tiles", refuse)
+    for path, block in [*blocks.items(), *reversed(blocks.items())]:
+        store._TILES.clear()  # a Python worker that has not run this block yet
+        _same_tiles(store.block_tiles(path, block, kernel, 3000), made[path])
+        assert store.block_tiles(path, block, kernel, 3000) is store._TILES[(path, 3000)]
+
