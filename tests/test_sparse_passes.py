@@ -266,3 +266,41 @@ def test_every_python_worker_maps_a_blocks_tiles_made_once(tmp_path, monkeypatch
         _same_tiles(store.block_tiles(path, block, kernel, 3000), made[path])
         assert store.block_tiles(path, block, kernel, 3000) is store._TILES[(path, 3000)]
 
+
+def test_sparse_block_sums_merge_sparsely_while_they_are_small_with_the_dense_bits():
+    from sparkrank.engines.spark import tasks
+
+    rng = np.random.default_rng(14)
+    n = 3000
+
+    def sums(k):
+        cols = np.sort(rng.choice(n, k, replace=False))
+        return SparseSums(cols, rng.normal(size=k) * 1e3, rng.normal(size=k) * 1e-14, n)
+
+    for ka, kb, sparse in ((700, 600, True), (1000, 1000, True), (1000, 1001, False), (2000, 900, False)):
+        a, b = sums(ka), sums(kb)
+        want = dd_add(a.dense(), b.dense())
+        got = tasks.add_dd(a, b)
+        assert isinstance(got, SparseSums) == sparse, (ka, kb)
+        dense = tasks.dense_sums(got)
+        assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(dense, want))
+        assert np.array_equal(_bits(tasks.rounded_sums(got)), _bits(dd_round(want)))
+
+
+def test_sparse_sums_travel_packed_with_their_bits():
+    import pickle
+
+    rng = np.random.default_rng(15)
+    k, n = 20_000, 1 << 24
+    columns = np.sort(rng.choice(n, k, replace=False))
+    lo = np.where(rng.random(k) < 0.1, rng.normal(size=k) * 1e-17, 0.0)
+    lo[:3] = -0.0, np.inf, np.nan
+    products = [SparseSums(columns, rng.normal(size=k), lo, n), SparseSums(columns, -np.zeros(k), lo * 2, n),
+                SparseSums(columns, rng.normal(size=k), rng.normal(size=k), n)]
+    plain = 8 * k * 7  # the columns once, three hi and lo
+    shipped = pickle.dumps(products, protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(shipped) < 0.8 * plain  # the columns once, mostly zero lo as their non-zeros (not -0.0)
+    for got, want in zip(pickle.loads(shipped), products):
+        assert got.n_features == n and got.columns.dtype == want.columns.dtype
+        for g, w in ((got.columns, want.columns), (got.hi, want.hi), (got.lo, want.lo)):
+            assert np.array_equal(g.view(np.int64), w.view(np.int64))
