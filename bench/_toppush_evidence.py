@@ -217,7 +217,10 @@ def evidence(only: list[str] | None = None) -> dict:
                  "tune_top_fractions": list(spec.option("top_fraction").tune_values), "metric": EVIDENCE_METRIC,
                  "toppush_tune_C": list(TOPPUSH_TUNE_C), "ranksvm_tune_C": list(RANKSVM_TUNE_C), "sets": {}}
     all_rows = []
-    for name, splits in evidence_sets().items():
+    sets = evidence_sets()
+    if set(only or ()) - set(sets):
+        raise SystemExit(f"no evidence set is named {sorted(set(only) - set(sets))}; the sets: {', '.join(sets)}")
+    for name, splits in sets.items():
         if only and name not in only:
             continue
         rows = []
@@ -226,11 +229,10 @@ def evidence(only: list[str] | None = None) -> dict:
                   f"rows, scope {split.scope}, standardization {split.std}")
             print("  ".join(COLUMNS))
             rows += evidence_for(name, split, first=i == 0)
-            out["sets"][name] = {"rows": rows, **summarize(rows)}
+            out["sets"][name] = {"rows": rows, "toppush_tune_C": list(TOPPUSH_TUNE_C),  # per set: runs merge
+                                 "ranksvm_tune_C": list(RANKSVM_TUNE_C), **summarize(rows)}
             write_result("toppush_evidence", _merged(out))  # what is measured so far survives a later failure
         all_rows += rows
-    if not out["sets"]:
-        raise SystemExit(f"no evidence set is named {only}; the sets: {', '.join(evidence_sets())}")
     print("\n== accuracy at the top on the test splits")
     print(table(all_rows, COLUMNS))
     print("\n== means over the splits")

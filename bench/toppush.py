@@ -1,7 +1,7 @@
 """TopPush (li2014) and its top-k push: time vs m, and accuracy at the top vs RankSVM.
 
     python bench/toppush.py [--part all|scaling|evidence|projection|w0-threshold] [--max-rows 1000000] [--iters 10]
-                            [--max-iter 300] [--compare-rows 20000] [--max-n 10000000]
+                            [--max-iter 300] [--compare-rows 20000] [--max-n 10000000] [--sets NAME ...]
 
 Scaling: one global bipartite ranking (driver-style single block, LocalEngine) on two
 synthetic data sets — ``a9a-like`` (123 binary features, 14 non-zeros per row, ~24%
@@ -201,8 +201,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=300)
     ap.add_argument("--compare-rows", type=int, default=20_000)
     ap.add_argument("--max-n", type=int, default=10_000_000, help="the projection's largest unit")
-    ap.add_argument("--sets", help="evidence: comma-separated set names to measure (default all); their rows "
-                    "replace those sets in bench/results/toppush_evidence.json, the other sets are kept")
+    ap.add_argument("--sets", nargs="+", metavar="NAME", help="evidence: the sets to measure, each name one "
+                    "argument (default all); their rows replace those sets in bench/results/toppush_evidence.json, "
+                    "the other sets are kept")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     result: dict = {"lambda": LAMBDA, "iters_timed": args.iters, "max_iter": args.max_iter, "scaling": {}}
@@ -213,7 +214,7 @@ def main(argv=None) -> int:
         print("wrote", write_result("toppush_w0_threshold", result["w0_threshold"]))
         return 0
     if args.part in ("all", "evidence"):
-        result["evidence"] = evidence(args.sets.split(",") if args.sets else None)
+        result["evidence"] = evidence(args.sets)
     if args.part == "evidence":
         print("wrote", write_result("toppush_evidence", result["evidence"]))
         return 0
