@@ -228,10 +228,11 @@ def failure_message(exc: BaseException) -> str | None:
         return out_of_memory_message(MemoryError(f"cannot load a library: {exc}"))
     # a job's failure; a connection refused or reset may be a driver JVM that died
     if _spark_loaded() and (not isinstance(exc, plain) or isinstance(exc, ConnectionError)):
-        from .io.spark.failures import spark_failure_message
+        from .io.spark.failures import silence_spark_log, spark_failure_message
 
         message = spark_failure_message(exc)
         if message is not None:
+            silence_spark_log()  # the command ends in this one line
             return message
     if isinstance(exc, plain):
         return str(exc)

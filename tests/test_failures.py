@@ -421,6 +421,27 @@ def test_an_oom_in_the_driver_thread_names_the_driver_setting():
                        "now 512m) or give more --partitions so each task holds fewer rows")
 
 
+@pytest.mark.parametrize("exit_code", [52, None])
+def test_a_task_oom_in_a_local_driver_is_one_line_whichever_news_comes_first(monkeypatch, exit_code):
+    """A local master's JVM exits with code 52 on an ``OutOfMemoryError`` in a task, and under
+    load the driver may hear of the failed job before it sees the JVM gone: the same line as for
+    the dead JVM (exit code 52).  A JVM that does not exit (``None``, e.g. launched by
+    spark-submit): the task's own ``OutOfMemoryError`` text."""
+    from sparkrank.io.spark import failures
+
+    monkeypatch.setattr(failures, "_SETTINGS", {"master": "local[2]", "driver_memory": "512m"})
+    monkeypatch.setattr(failures, "_driver_jvm_exit_code", lambda: exit_code)
+    job = RuntimeError("org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 "
+                       "failed 1 times, most recent failure: Lost task 0.0 in stage 1.0 (TID 1) (localhost executor "
+                       "driver): java.lang.OutOfMemoryError: Java heap space\n\tat java.base/java.util.Arrays")
+    what = ("exit code 52: java.lang.OutOfMemoryError" if exit_code == 52
+            else "java.lang.OutOfMemoryError: Java heap space")
+    assert failures.spark_failure_message(job) == (
+        f"the Spark driver's JVM ran out of memory ({what}) (a local master runs the executors' tasks in it too); "
+        "raise --driver-memory (spark.driver.memory, now 512m) or give more --partitions so each task holds fewer "
+        "rows")
+
+
 def test_a_memory_error_in_a_python_worker_names_the_workers():
     """Captured from a standalone worker: a task's Python raised MemoryError."""
     text = "PythonException: " + (DATA / "python_worker_memory_error.txt").read_text()

@@ -35,6 +35,8 @@ JVM_EXIT_CODES = {50: "an uncaught exception", 51: "an uncaught exception while 
                   52: "java.lang.OutOfMemoryError", 53: "its local directory could not be created",
                   56: "lost heartbeats"}
 OOM_EXIT_CODE = 52
+#: Spark log levels at which sparkrank runs quietly (without -v): warnings and errors only.
+QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
 #: Seconds to wait for a dying driver JVM to exit, to read its exit code.
 JVM_EXIT_WAIT = 10.0
 
@@ -77,7 +79,8 @@ def _remember_settings(sc) -> None:
                      executor_memory=conf.get("spark.executor.memory", "1g"),
                      local_dir=conf.get("spark.local.dir", "/tmp"),
                      pyspark_memory=conf.get("spark.executor.pyspark.memory", ""),
-                     max_failures=conf.get("spark.task.maxFailures", "4"))
+                     max_failures=conf.get("spark.task.maxFailures", "4"),
+                     log_level=conf.get("spark.log.level", "WARN").upper())
 
 
 
@@ -88,7 +91,38 @@ def spark_failure_message(exc: BaseException) -> str | None:
     if data_error is not None:
         return str(data_error)
     text = f"{type(exc).__name__}: {exception_text(exc)}"
-    return job_failure_message(text) or _dead_jvm_message(text)
+    message = job_failure_message(text)
+    if message is None:
+        return _dead_jvm_message(text)
+    if _is_local(_SETTINGS) and _task_oom_in_driver(text):
+        # A local master's JVM exits on an OutOfMemoryError in a task (code 52); whether the
+        # driver hears of the failed job or of the dead JVM first is a race: one line for both.
+        code = _driver_jvm_exit_code()
+        if code == OOM_EXIT_CODE:
+            return driver_oom_message(f"exit code {code}: java.lang.OutOfMemoryError", _SETTINGS)
+    return message
+
+
+def silence_spark_log() -> None:
+    """Turn the driver JVM's log off once a failure's one line is known (not with ``-v``): a dead
+    executor's echoes ("Failed to send RPC ..." as the driver shuts down) are not the user's."""
+    from pyspark import SparkContext
+
+    if _SETTINGS.get("log_level", "WARN") not in QUIET_LEVELS:
+        return
+
+    sc = SparkContext._active_spark_context  # noqa: SLF001
+    if sc is None:
+        return
+    try:
+        sc.setLogLevel("OFF")
+    except Exception:  # noqa: BLE001 - the JVM may be gone, which is as quiet
+        pass
+
+
+def _task_oom_in_driver(text: str) -> bool:
+    lost = _LOST_TASK.search(text)
+    return lost is not None and lost.group(2).endswith("executor driver") and _OOM.search(text) is not None
 
 
 def job_failure_message(text: str, settings: dict | None = None) -> str | None:

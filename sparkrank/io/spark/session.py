@@ -18,12 +18,12 @@ import os
 import sys
 
 from .executors import prepare_executors
+from .failures import QUIET_LEVELS
 
 log = logging.getLogger("sparkrank.spark")
 
 #: Spark's log configuration while sparkrank runs without -v (warnings and errors only).
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
-QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
 
 
 #: A local master's Python daemon: PySpark's, without the workers' hang-up tracebacks
