@@ -76,11 +76,16 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def role_of(pid: int, root: int, parents: dict[int, int], cmdlines: dict[int, list[str]]) -> str:
-    """``driver``, ``jvm``, ``python daemon``, ``python worker`` or ``other``."""
+    """``driver``, ``jvm`` (the driver's), ``worker jvm`` and ``executor jvm`` (a standalone
+    cluster's), ``python daemon``, ``python worker`` or ``other``."""
     cmd = cmdlines.get(pid, [])
     if pid == root:
         return "driver"
     if cmd and os.path.basename(cmd[0]) == "java":
+        if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd:
+            return "executor jvm"
+        if "org.apache.spark.deploy.worker.Worker" in cmd:
+            return "worker jvm"
         return "jvm"
     if "pyspark.daemon" in cmd:
         parent = cmdlines.get(parents.get(pid, -1), [])
@@ -145,12 +150,16 @@ class TreePeaks:
 
 class TreeMemorySampler:
     """Samples the memory of ``root`` (default this process) and its descendants every
-    ``interval`` seconds in a thread, from ``__enter__`` to ``__exit__``; ``peaks`` holds the result."""
+    ``interval`` seconds in a thread, from ``__enter__`` to ``__exit__``; ``peaks`` holds the result.
+    ``also``: more roots sampled with their descendants as part of the tree (a standalone
+    cluster's worker daemons, whose executors are not this process's children)."""
 
-    def __init__(self, root: int | None = None, interval: float = 0.2, timeline: bool = False):
+    def __init__(self, root: int | None = None, interval: float = 0.2, timeline: bool = False,
+                 also: list[int] | None = None):
         self.timeline: list | None = [] if timeline else None  # (seconds, {pid: (resident, anonymous, proportional bytes)})
         self._t0 = time.monotonic()
         self.root = os.getpid() if root is None else root
+        self.also = list(also or ())
         self.interval = interval
         self.peaks = TreePeaks()
         self._cmdlines: dict[int, list[str]] = {}
@@ -173,7 +182,7 @@ class TreeMemorySampler:
 
     def sample(self) -> None:
         children = _children()
-        tree, frontier = [self.root], [self.root]
+        tree, frontier = [self.root, *self.also], [self.root, *self.also]
         while frontier:
             p = frontier.pop()
             for child in children.get(p, ()):

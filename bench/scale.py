@@ -2,13 +2,15 @@
 
     python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
                           [--dtype float32|float64] [--partitions P] [--compare-local]
-                          [--hashed] [--engine spark|local]
+                          [--hashed] [--engine spark|local] [--workers N]
 
 ``--hashed``: hashed sparse features instead, 2²⁴ feature ids, 40 non-zeros a row, query groups
 of ~50 rows (``--features``, ``--nnz-per-row``, ``--rows-per-group`` set them one by one);
 results go to bench/results/scale_hashed.json (``_local`` for ``--engine local``).  ``--engine
 local`` runs the same measurements on the in-process engine (build = reading the Parquet rows;
-no read-once bound).
+no read-once bound).  ``--workers N``: on a standalone cluster of N workers started for the run on
+127.0.0.1 (``bench/_cluster.py``: real master and worker daemons; ``_clusterN`` in the file name),
+its executors' JVMs and Python workers counted in the memory.
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
 (executor placement, groups of ~120 rows; ``--build direct``, the default and what
@@ -32,6 +34,7 @@ bench/results/scale.json (scale_shuffle.json).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import subprocess
@@ -174,26 +177,65 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", choices=("spark", "local"), default="spark")
     ap.add_argument("--compare-local", action="store_true",
                     help="also measure sparkrank train --engine local on the same file (peak memory, time)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_setting,
+                    help="a Spark setting of the session (repeatable), e.g. spark.driver.maxResultSize=4g")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="run on a throw-away standalone cluster of this many workers on 127.0.0.1 "
+                         "(bench/_cluster.py) instead of --master; memory includes its executors")
+    ap.add_argument("--worker-cores", type=int, default=None, help="cores per worker (default: all cores / workers)")
+    ap.add_argument("--worker-memory", default="6g", help="memory per worker, and spark.executor.memory")
     args = ap.parse_args(argv)
     if args.hashed:
         args.features, args.nnz_per_row, args.rows_per_group = 1 << 24, args.nnz_per_row or 40, 50
 
+    with contextlib.ExitStack() as stack:  # a --workers cluster stops (with its executors) on the way out
+        spark, roots = start_session(args, stack)
+        return run(args, spark, roots)
+
+
+def spark_setting(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--conf``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def start_session(args, stack: contextlib.ExitStack):
+    """``(session or None for --engine local, extra memory roots)``: on ``--master``, or on a
+    standalone cluster of ``--workers`` started for the run (entered into ``stack``)."""
+    from sparkrank.io.spark.session import get_session
+
+    if args.engine != "spark":
+        return None, []
+    conf, roots = ({"spark.driver.memory": args.driver_memory} if args.driver_memory else {}), []
+    conf.update(args.conf)
+    if args.workers:
+        from _cluster import cluster_roots, standalone
+
+        cores = args.worker_cores or max((os.cpu_count() or 2) // args.workers, 1)
+        args.master, settings, cluster = stack.enter_context(standalone(args.workers, cores, args.worker_memory))
+        conf.update(settings)
+        roots = cluster_roots(cluster)
+    spark = get_session(args.master, conf=conf or None)
+    spark.sparkContext.setLogLevel("ERROR")
+    stack.callback(spark.stop)
+    return spark, roots
+
+
+def run(args, spark, roots: list[int]) -> int:
+    """Every size: build, fit, measure; print the tables and write the result file."""
     from sparkrank.engines.registry import make_engine
     from sparkrank.engines.spark.engine import SparkEngine
     from sparkrank.io.sources import open_source
-    from sparkrank.io.spark.session import get_session
     from sparkrank.training import train
 
-    spark = None
-    if args.engine == "spark":
-        spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory} if args.driver_memory else None)
-        spark.sparkContext.setLogLevel("ERROR")
     local = spark is not None and spark.sparkContext.master.startswith("local")
     cores = spark.sparkContext.defaultParallelism if spark is not None else None
     rows, processes = [], []
     for m in args.sizes:
         path = synthetic_parquet(m, args.features, nnz_per_row=args.nnz_per_row, rows_per_group=args.rows_per_group)
-        with TreeMemorySampler() as mem:  # the build and the fit, not the measurements after it
+        with TreeMemorySampler(also=roots) as mem:  # the build and the fit, not the measurements after it
             t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
             source = open_source(str(path), spark=spark)
             if spark is None:
@@ -265,8 +307,8 @@ def main(argv=None) -> int:
                   f"({r['peak_pss_gb']:.2f} GB proportional), {r['peak_rss_over_local']:.2f}x the in-process "
                   f"engine's {r['local_peak_rss_gb']:.2f} GB")
     name = ("scale" if args.build == "direct" else "scale_shuffle") + ("_hashed" if args.nnz_per_row else "") \
-        + ("_local" if args.engine == "local" else "")
-    print(f"wrote {write_result(name, {'master': args.master, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
+        + ("_local" if args.engine == "local" else "") + (f"_cluster{args.workers}" if args.workers else "")
+    print(f"wrote {write_result(name, {'master': args.master, 'workers': args.workers, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 
 
