@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -44,6 +45,14 @@ def best_times(fns: dict, repeat: int = 3, clock=time.perf_counter) -> dict:
 def growth_exponent(sizes, seconds) -> float:
     """Slope of log(time) against log(size): 1.0 is linear, 2.0 quadratic."""
     return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
+
+
+def spark_setting(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of a ``--conf`` option (``argparse`` type)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def write_result(name: str, payload: dict) -> Path:

@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import SHARED_DATA, table, write_result  # noqa: E402
+from _common import SHARED_DATA, spark_setting, table, write_result  # noqa: E402
 
 GRID = tuple(2.0 ** k for k in range(-6, 3))  # the docs example's grid
 FOLDS = 3
@@ -161,13 +161,6 @@ def start_session(master: str, conf: list[tuple[str, str]]):
     return spark, time.perf_counter() - t
 
 
-def _setting(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(default_data()), help="a LETOR fold folder with train.txt")
@@ -175,7 +168,7 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", default="auto", choices=("auto", "local", "spark"))
     ap.add_argument("--parallelism", type=int, default=1, help="CrossValidator(parallelism=...)")
     ap.add_argument("--repeat", type=int, default=2, help="interleaved runs of each row (the best is reported)")
-    ap.add_argument("--conf", type=_setting, action="append", default=[], metavar="KEY=VALUE",
+    ap.add_argument("--conf", type=spark_setting, action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting of the session and of tune --master (repeatable)")
     ap.add_argument("--tune-on-master", action="store_true", help="also time sparkrank tune --master MASTER")
     args = ap.parse_args(argv)

@@ -47,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _common import growth_exponent, table, tree_cpu_seconds, write_result  # noqa: E402
+from _common import growth_exponent, spark_setting, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 from _tree_memory import TreeMemorySampler  # noqa: E402
 from tree_peak import COLUMNS as PROCESS_COLUMNS  # noqa: E402
@@ -191,14 +191,6 @@ def main(argv=None) -> int:
     with contextlib.ExitStack() as stack:  # a --workers cluster stops (with its executors) on the way out
         spark, roots = start_session(args, stack)
         return run(args, spark, roots)
-
-
-def spark_setting(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` of ``--conf``."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
 
 
 def start_session(args, stack: contextlib.ExitStack):
