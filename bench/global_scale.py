@@ -1,7 +1,7 @@
 """One global ranking on the Spark engine: driver placement against range placement as m grows.
 
     python bench/global_scale.py [--sizes 1000000 3000000] [--labels graded real] [--features 50]
-                                 [--master local[2]] [--passes 3] [--max-iter 3] [--ranges R]
+                                 [--master local[2] | --workers N] [--passes 3] [--max-iter 3] [--ranges R]
 
 For each size and label kind (``graded``: 5 levels; ``real``: real-valued utilities, nearly all
 distinct): write (once) a Parquet set of dense float32 rows without query ids, build the Spark
@@ -13,12 +13,16 @@ Python process (the one that holds the gathered scores in driver placement) abov
 before the build.  Prints the tables, each placement's growth exponent of the per-pass time in
 m, the range/driver ratio per size (the ratio that matters: at most 1 is the goal), and a short
 extrapolation to 10^8-10^9 rows from the measured per-row costs (which term dominates); writes
-bench/results/global_scale_<labels>.json.
+bench/results/global_scale_<labels>.json.  ``--workers N`` runs on a standalone cluster of N
+workers started for the run on 127.0.0.1 (``bench/_cluster.py``; ``_clusterN`` in the file name),
+and ``tree_peak_rss_gb`` then includes its executors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -93,7 +97,7 @@ def measure(spark, path: Path, placement: str, args) -> dict:
     w = rng.normal(scale=0.05, size=args.features)  # scores spread over a few margins
     v = rng.normal(size=args.features)
     before = _anon_bytes()
-    with TreeMemorySampler() as mem:
+    with TreeMemorySampler(also=args.roots) as mem:
         t0 = time.perf_counter()
         engine = SparkEngine(spark.read.parquet(str(path)), placement=placement, dtype=np.float32,
                              n_features=args.features, num_partitions=args.partitions, n_ranges=args.ranges)
@@ -116,7 +120,8 @@ def measure(spark, path: Path, placement: str, args) -> dict:
             "hinge_pass_s": hinge, "fit_s": fit, "fit_iterations": model.summary["iterations"],
             "driver_peak_rss_gb": max(p.rss for p in driver) / 1e9,
             "driver_peak_anon_gb": max(p.anon for p in driver) / 1e9,
-            "driver_growth_gb": (max(p.anon for p in driver) - before) / 1e9, "weights": model.weights.tolist()}
+            "driver_growth_gb": (max(p.anon for p in driver) - before) / 1e9,
+            "tree_peak_rss_gb": mem.peaks.peak_rss / 1e9, "weights": model.weights.tolist()}
 
 
 #: Passes of each kind in one TRON iteration (one value pass, ~3 Hessian products on these data).
@@ -164,12 +169,31 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--max-iter", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="run on a throw-away standalone cluster of this many workers on 127.0.0.1 "
+                         "(bench/_cluster.py) instead of --master")
+    ap.add_argument("--worker-cores", type=int, default=None, help="cores per worker (default: all cores / workers)")
+    ap.add_argument("--worker-memory", default="4g", help="memory per worker, and spark.executor.memory")
     args = ap.parse_args(argv)
+    with contextlib.ExitStack() as stack:  # a --workers cluster stops (with its executors) on the way out
+        return run(args, stack)
 
+
+def run(args, stack: contextlib.ExitStack) -> int:
+    """Every label kind and size, both placements: measure, print the tables, write the result."""
     from sparkrank.io.spark.session import get_session
 
-    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory})
+    conf, args.roots = {"spark.driver.memory": args.driver_memory}, []
+    if args.workers:
+        from _cluster import cluster_roots, standalone
+
+        cores = args.worker_cores or max((os.cpu_count() or 2) // args.workers, 1)
+        args.master, settings, cluster = stack.enter_context(standalone(args.workers, cores, args.worker_memory))
+        conf.update(settings)
+        args.roots = cluster_roots(cluster)
+    spark = get_session(args.master, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
+    stack.callback(spark.stop)
     rows = []
     for labels in args.labels:
         for m in args.sizes:
@@ -202,7 +226,8 @@ def main(argv=None) -> int:
           + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items()))
     projection = extrapolate(rows)
     print("\nextrapolated TRON iteration (value + 3 Hessian passes)\n" + table(projection, list(projection[0])))
-    out = write_result("global_scale_" + "_".join(args.labels), {"args": vars(args), "rows": rows, "ratios": ratios,
+    name = "global_scale_" + "_".join(args.labels) + (f"_cluster{args.workers}" if args.workers else "")
+    out = write_result(name, {"args": {k: v for k, v in vars(args).items() if k != "roots"}, "rows": rows, "ratios": ratios,
                                         "growth_exponents": exponents, "extrapolation": projection})
     print(f"\nwrote {out}")
     return 0
