@@ -17,7 +17,11 @@ text (the forms below were captured from real runs: ``tests/test_failures.py``):
 * an executor lost (``ExecutorLostFailure``), with its exit code;
 * the driver JVM gone (a local master's JVM exits with code 52 on ``OutOfMemoryError`` in a
   task, and the driver then only sees a stopped context or a closed connection): its exit
-  code, read from the process PySpark started.
+  code, read from the process PySpark started.  A failed job that arrives first, its task's
+  ``OutOfMemoryError`` in that JVM, waits for the exit code too: the same line either way.
+
+Once a failure's line is known, :func:`silence_spark_log` turns the driver JVM's log off (not
+with ``-v``), so nothing Spark prints while it goes down follows the line.
 
 The settings named in the messages are remembered when the session starts
 (:func:`on_session_start`): once the JVM is gone they cannot be asked for.
@@ -106,10 +110,9 @@ def spark_failure_message(exc: BaseException) -> str | None:
 def silence_spark_log() -> None:
     """Turn the driver JVM's log off once a failure's one line is known (not with ``-v``): a dead
     executor's echoes ("Failed to send RPC ..." as the driver shuts down) are not the user's."""
-    from pyspark import SparkContext
-
     if _SETTINGS.get("log_level", "WARN") not in QUIET_LEVELS:
         return
+    from pyspark import SparkContext
 
     sc = SparkContext._active_spark_context  # noqa: SLF001
     if sc is None:
