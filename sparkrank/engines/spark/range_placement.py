@@ -69,7 +69,6 @@ class PassJob:
     row_start: dict
     task_of: dict  # block partition -> the task (partition of the pass's references) holding it
     step_plans: dict
-    block_starts: np.ndarray
     block_partitions: np.ndarray
 
     @property
@@ -108,7 +107,6 @@ class RangePlacement:
         self.n_ranges = n_ranges or max(engine._pass_refs().getNumPartitions(), 1)
         self._row_start = dict(engine.row_start)
         built = sorted((engine.row_start[r.partition], r.partition) for r in engine.refs if r.n_rows)
-        self._block_starts = np.array([s for s, _ in built], dtype=np.int64)
         self._block_partitions = np.array([p for _, p in built], dtype=np.int64)
         self._plans = self._task_of = None
         self._dropped: list[int] = []  # score files the next pass's tasks delete
@@ -188,7 +186,7 @@ class RangePlacement:
             kept = KeptScores(next(self._ids), self._bounds(vector, plan), vector)
             values_id = None
         job = PassJob(plan, kept.bounds, kept.bounds[0].shape[0] + 1, self.buckets, kept.scores_id, values_id,
-                      self._row_start, self._tasks(), self._step_plans(), self._block_starts, self._block_partitions)
+                      self._row_start, self._tasks(), self._step_plans(), self._block_partitions)
         dropped, self._dropped = tuple(self._dropped), []
         refs = engine._pass_refs()
         with engine._broadcast(vector, kept.vector if plan.at_state else None) as (vector_bc, kept_bc):

@@ -139,9 +139,9 @@ def route_task(job, vector_bc, kept_bc, dropped: tuple[int, ...]):
                 yield int(r), _range_chunk(job, ref.partition, start, p, keys, values, weights, range_p, range_q, int(r))
             if not job.buckets.exact:
                 for b in np.unique(bucket):
-                    at = np.flatnonzero(bucket == b)
-                    yield job.n_ranges + int(b), (BUCKET, labels[at], rows[at], range_p[at], range_q[at],
-                                                  *(None if a is None else a[at] for a in (values, weights)))
+                    at = np.flatnonzero(bucket == b)  # rows ascending: the scan's tie order, no row numbers
+                    yield job.n_ranges + int(b), (BUCKET, ref.partition, start, labels[at], range_p[at],
+                                                  range_q[at], *(None if a is None else a[at] for a in (values, weights)))
 
     return worker_task(task)
 
@@ -230,24 +230,29 @@ def middle_task(job):
             return
         if parts[0][0] == RANGE:
             yield from _sweep_chunks(job, index, parts)
-            return
         else:
-            labels, rows, range_p, range_q, vals, weights = (_concat(parts, i) for i in range(1, 7))
-            results = (BUCKET, rows, *rc.scan_bucket(labels, rows, range_p, range_q, vals, job.n_ranges, weights))
-        yield from _by_block(job, results)
+            yield from _scan_chunks(job, index - job.n_ranges, parts)
 
     return worker_task(task)
 
 
-def _by_block(job, results):
-    """Split a middle task's per-row results by the block holding each row, keyed by the task
-    that holds the block."""
-    rows = results[1]
-    block = np.searchsorted(job.block_starts, rows, side="right") - 1
-    for i in np.unique(block):
-        at = block == i
-        partition = int(job.block_partitions[i])
-        yield job.task_of[partition], (partition, (results[0], *(a[at] for a in results[1:])))
+def _scan_chunks(job, bucket: int, parts: list):
+    """Bucket ``bucket``'s scan over its blocks' rows (:func:`route_task`'s ``BUCKET`` records);
+    yields each block's ``(task, (partition, (BUCKET, bucket, n_above, s_above, n_below,
+    s_below)))`` in the rows' order, which the final stage finds again from its own buckets.
+
+    The blocks in row order and each block's rows ascending put the rows in global row order,
+    so their positions order equal labels as the row numbers would (none travel)."""
+    parts = sorted(parts, key=lambda c: c[2])
+    labels, range_p, range_q, vals, weights = (_concat(parts, i) for i in range(3, 8))
+    positions = np.arange(labels.shape[0], dtype=np.int64)
+    above, s_above, below, s_below = rc.scan_bucket(labels, positions, range_p, range_q, vals, job.n_ranges, weights)
+    if above.dtype == np.int64 and above.shape[0] < 2 ** 31:  # at most the bucket's rows: 4 bytes each
+        above, below = above.astype(np.int32), below.astype(np.int32)
+    ends = np.cumsum([c[3].shape[0] for c in parts])
+    for chunk, end, n in zip(parts, ends, (c[3].shape[0] for c in parts)):
+        cut = slice(end - n, end)
+        yield job.task_of[chunk[1]], (chunk[1], (BUCKET, bucket, above[cut], s_above[cut], below[cut], s_below[cut]))
 
 
 def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
@@ -270,8 +275,8 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
                 s_below[at_p] += sums[: at_p.size]
                 s_above[at_q] += sums[at_p.size:]
         elif part[0] == BUCKET:
-            _, r, a, sa, d, sd = part
-            at = r - start
+            _, b, a, sa, d, sd = part
+            at = np.flatnonzero(bucket == b)  # as route_task cut them
             n_above[at] += a
             s_above[at] += sa
             n_below[at] += d
