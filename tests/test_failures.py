@@ -359,7 +359,8 @@ def test_spark_failures_are_one_line_each(tmp_path, letor):
     * a full disk under ``predict`` and ``convert``: the output named, no directory left (it
       left an empty one);
     * a 10 MB garbage line: the data error alone (the daemon's ``BrokenPipeError`` came first);
-    * a Python worker killed mid-task (``SIGKILL``, as the kernel's OOM killer does);
+    * a Python worker killed mid-task (``SIGKILL``, as the kernel's OOM killer does; on 60k
+      rows, whose tasks run long enough to be caught running on a loaded machine);
     * a 200 MB line that the driver's 512 MB JVM cannot hold: ``OutOfMemoryError`` in a task,
       the JVM exits with code 52; the line names the JVM and ``--driver-memory``.
     """
@@ -368,6 +369,7 @@ def test_spark_failures_are_one_line_each(tmp_path, letor):
     assert main(["train", "--input", str(data), "--model", str(model), "-q"]) == 0
     garbage, line = _garbage_line_input(tmp_path, data, 10 << 20)
     huge, _ = _garbage_line_input(tmp_path, data, 200 << 20)
+    longer = _letor(tmp_path / "longer.txt", rows=60_000)
     spark = ["--engine", "spark", "--master", "local[2]", "--driver-memory", "512m", "-q"]
     with _tmpfs(tmp_path / "small", "size=64k") as small:
         results = _run_scenarios([
@@ -375,7 +377,7 @@ def test_spark_failures_are_one_line_each(tmp_path, letor):
                          *spark], False],
             ["convert", ["convert", "--input", str(data), "--output", str(small / "c.parquet"), *spark], False],
             ["garbage", ["train", "--input", str(garbage), "--model", str(tmp_path / "g.json"), *spark], False],
-            ["killed", ["train", "--input", str(data), "--model", str(tmp_path / "k.json"), *spark], True],
+            ["killed", ["train", "--input", str(longer), "--model", str(tmp_path / "k.json"), *spark], True],
             ["oom", ["train", "--input", str(huge), "--model", str(tmp_path / "o.json"), *spark], False],
         ])
         left = sorted(p.name for p in small.iterdir())
