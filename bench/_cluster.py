@@ -9,6 +9,7 @@ JVMs and their Python workers run, for :class:`~_tree_memory.TreeMemorySampler`'
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -39,3 +40,22 @@ def standalone(n_workers: int, cores: int, memory: str):
 def cluster_roots(cluster) -> list[int]:
     """The worker daemons' PIDs (their executors and Python workers are below them)."""
     return [pid for name, pid in cluster.pids.items() if name.startswith("worker-")]
+
+
+def add_cluster_options(ap: argparse.ArgumentParser, worker_memory: str) -> None:
+    """``--workers``, ``--worker-cores``, ``--worker-memory`` (default ``worker_memory``)."""
+    ap.add_argument("--workers", type=int, default=0,
+                    help="run on a throw-away standalone cluster of this many workers on 127.0.0.1 "
+                         "(bench/_cluster.py) instead of --master; memory includes its executors")
+    ap.add_argument("--worker-cores", type=int, default=None, help="cores per worker (default: all cores / workers)")
+    ap.add_argument("--worker-memory", default=worker_memory, help="memory per worker, and spark.executor.memory")
+
+
+def cluster_from_options(args, stack: contextlib.ExitStack) -> tuple[dict, list[int]]:
+    """With ``--workers N``: start the cluster (stopped by ``stack``), point ``args.master`` at it
+    and return ``(its session settings, memory roots)``; without: ``({}, [])``."""
+    if not args.workers:
+        return {}, []
+    cores = args.worker_cores or max((os.cpu_count() or 2) // args.workers, 1)
+    args.master, settings, cluster = stack.enter_context(standalone(args.workers, cores, args.worker_memory))
+    return settings, cluster_roots(cluster)

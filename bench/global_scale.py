@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _cluster import add_cluster_options, cluster_from_options  # noqa: E402
 from _common import RESULTS, growth_exponent, table, write_result  # noqa: E402
 from _tree_memory import TreeMemorySampler  # noqa: E402
 from sparkrank.data.memory import DRIVER_ROW_BYTES  # noqa: E402
@@ -87,8 +87,9 @@ def _median_seconds(fn, passes: int) -> float:
     return float(np.median(seconds))
 
 
-def measure(spark, path: Path, placement: str, args) -> dict:
-    """Build, per-pass medians, an end-to-end fit and the driver's peak for one placement."""
+def measure(spark, path: Path, placement: str, args, roots: list[int]) -> dict:
+    """Build, per-pass medians, an end-to-end fit and the driver's peak for one placement
+    (``roots``: more processes whose trees count in the tree's peak: a cluster's workers)."""
     from sparkrank.engines.spark import SparkEngine
     from sparkrank.kernels.losses import HingeKernel, SquaredHingeDiagonalKernel, SquaredHingeHessianKernel
     from sparkrank.training import train
@@ -97,7 +98,7 @@ def measure(spark, path: Path, placement: str, args) -> dict:
     w = rng.normal(scale=0.05, size=args.features)  # scores spread over a few margins
     v = rng.normal(size=args.features)
     before = _anon_bytes()
-    with TreeMemorySampler(also=args.roots) as mem:
+    with TreeMemorySampler(also=roots) as mem:
         t0 = time.perf_counter()
         engine = SparkEngine(spark.read.parquet(str(path)), placement=placement, dtype=np.float32,
                              n_features=args.features, num_partitions=args.partitions, n_ranges=args.ranges)
@@ -169,11 +170,7 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--max-iter", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
-    ap.add_argument("--workers", type=int, default=0,
-                    help="run on a throw-away standalone cluster of this many workers on 127.0.0.1 "
-                         "(bench/_cluster.py) instead of --master")
-    ap.add_argument("--worker-cores", type=int, default=None, help="cores per worker (default: all cores / workers)")
-    ap.add_argument("--worker-memory", default="4g", help="memory per worker, and spark.executor.memory")
+    add_cluster_options(ap, worker_memory="4g")
     args = ap.parse_args(argv)
     with contextlib.ExitStack() as stack:  # a --workers cluster stops (with its executors) on the way out
         return run(args, stack)
@@ -183,15 +180,8 @@ def run(args, stack: contextlib.ExitStack) -> int:
     """Every label kind and size, both placements: measure, print the tables, write the result."""
     from sparkrank.io.spark.session import get_session
 
-    conf, args.roots = {"spark.driver.memory": args.driver_memory}, []
-    if args.workers:
-        from _cluster import cluster_roots, standalone
-
-        cores = args.worker_cores or max((os.cpu_count() or 2) // args.workers, 1)
-        args.master, settings, cluster = stack.enter_context(standalone(args.workers, cores, args.worker_memory))
-        conf.update(settings)
-        args.roots = cluster_roots(cluster)
-    spark = get_session(args.master, conf=conf)
+    settings, roots = cluster_from_options(args, stack)
+    spark = get_session(args.master, conf={"spark.driver.memory": args.driver_memory, **settings})
     spark.sparkContext.setLogLevel("ERROR")
     stack.callback(spark.stop)
     rows = []
@@ -199,7 +189,7 @@ def run(args, stack: contextlib.ExitStack) -> int:
         for m in args.sizes:
             path = global_parquet(m, args.features, labels)
             for placement in ("driver", "range"):
-                r = {"labels": labels, "m": m, **measure(spark, path, placement, args)}
+                r = {"labels": labels, "m": m, **measure(spark, path, placement, args, roots)}
                 rows.append(r)
                 print(table([r], [k for k in r if k != "weights"]), flush=True)
     columns = ["labels", "m", "placement", "build_s", "value_pass_s", "hessian_pass_s", "hinge_pass_s", "fit_s",
@@ -227,7 +217,7 @@ def run(args, stack: contextlib.ExitStack) -> int:
     projection = extrapolate(rows)
     print("\nextrapolated TRON iteration (value + 3 Hessian passes)\n" + table(projection, list(projection[0])))
     name = "global_scale_" + "_".join(args.labels) + (f"_cluster{args.workers}" if args.workers else "")
-    out = write_result(name, {"args": {k: v for k, v in vars(args).items() if k != "roots"}, "rows": rows, "ratios": ratios,
+    out = write_result(name, {"args": vars(args), "rows": rows, "ratios": ratios,
                                         "growth_exponents": exponents, "extrapolation": projection})
     print(f"\nwrote {out}")
     return 0

@@ -47,6 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _cluster import add_cluster_options, cluster_from_options  # noqa: E402
 from _common import growth_exponent, spark_setting, table, tree_cpu_seconds, write_result  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 from _tree_memory import TreeMemorySampler  # noqa: E402
@@ -179,11 +180,7 @@ def main(argv=None) -> int:
                     help="also measure sparkrank train --engine local on the same file (peak memory, time)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_setting,
                     help="a Spark setting of the session (repeatable), e.g. spark.driver.maxResultSize=4g")
-    ap.add_argument("--workers", type=int, default=0,
-                    help="run on a throw-away standalone cluster of this many workers on 127.0.0.1 "
-                         "(bench/_cluster.py) instead of --master; memory includes its executors")
-    ap.add_argument("--worker-cores", type=int, default=None, help="cores per worker (default: all cores / workers)")
-    ap.add_argument("--worker-memory", default="6g", help="memory per worker, and spark.executor.memory")
+    add_cluster_options(ap, worker_memory="6g")
     args = ap.parse_args(argv)
     if args.hashed:
         args.features, args.nnz_per_row, args.rows_per_group = 1 << 24, args.nnz_per_row or 40, 50
@@ -200,15 +197,10 @@ def start_session(args, stack: contextlib.ExitStack):
 
     if args.engine != "spark":
         return None, []
-    conf, roots = ({"spark.driver.memory": args.driver_memory} if args.driver_memory else {}), []
+    conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else {}
     conf.update(args.conf)
-    if args.workers:
-        from _cluster import cluster_roots, standalone
-
-        cores = args.worker_cores or max((os.cpu_count() or 2) // args.workers, 1)
-        args.master, settings, cluster = stack.enter_context(standalone(args.workers, cores, args.worker_memory))
-        conf.update(settings)
-        roots = cluster_roots(cluster)
+    settings, roots = cluster_from_options(args, stack)
+    conf.update(settings)
     spark = get_session(args.master, conf=conf or None)
     spark.sparkContext.setLogLevel("ERROR")
     stack.callback(spark.stop)
