@@ -31,6 +31,7 @@ many splits each top-k push row has more positives at the top than both tuned Ra
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -119,6 +120,7 @@ def _row_splits(X: np.ndarray, y: np.ndarray) -> list[Split]:
     return [Split(f"row split {s}", *_row_split(X, y, s), "global", "standard") for s in (0, 1, 2)]
 
 
+@functools.cache  # both sets' splits come from one load
 def _public_binary_sets() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """WDBC (malignant = 1) and optical digits (8 = 1), from the copies inside scikit-learn."""
     try:
