@@ -185,8 +185,8 @@ def write_via_local_file(out: str, write_local) -> None:
     from .fs import LOCAL, FileError
 
     fd, tmp = tempfile.mkstemp(suffix=".sparkrank.tmp")
-    os.close(fd)
-    try:
+    try:  # from the file's creation on: a signal during close must still remove it
+        os.close(fd)
         try:
             write_local(tmp)
         except OSError as exc:  # the system's temporary directory is full: say which file it was for
