@@ -20,6 +20,7 @@ from sparkrank.engines.local import LocalEngine
 from sparkrank.engines.registry import make_engine
 from sparkrank.io.sources import open_source
 from sparkrank.kernels.losses import SquaredHingeDiagonalKernel
+from sparkrank.numerics import sparse_sums
 from sparkrank.numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products
 from sparkrank.numerics.sparse_sums import ColumnSums, SparseSums, add_into_dense, add_sparse, wants_sparse_passes
 from sparkrank.numerics.tile_columns import tile_columns, tile_products
@@ -95,6 +96,40 @@ def test_a_tiles_column_major_copy_holds_its_rows_entries(rows, nnz, group):
             assert np.all(np.diff(cols.rows[cols.col_ptr[t]: cols.col_ptr[t + 1]].astype(np.int64)) > 0)
 
 
+@pytest.mark.parametrize("batch, parts", [(1, 1), (3, 2), (40, 7), (40, 5000)])
+def test_tiles_added_in_batches_are_the_tiles_added_one_by_one(batch, parts):
+    """Each column's additions in tile order, whatever the batches and column ranges: the bits
+    of ColumnSums.add tile after tile (sums of many magnitudes, so a change of order shows)."""
+    data = hashed(3000, 40_000, 15, 7, seed=21)
+    offsets = data.groups.offsets
+    rng = np.random.default_rng(22)
+    cuts = np.unique(np.concatenate(([0], rng.choice(offsets[1:-1], 39, replace=False), [offsets[-1]])))
+    tiles = tile_columns(data.X, list(zip(cuts[:-1].tolist(), cuts[1:].tolist())))
+    sums = [None if t % 9 == 4 else  # a tile without sums (a kernel that gives no c)
+            [(rng.normal(size=c.width) * 10.0 ** rng.integers(-8, 9, c.width), rng.normal(size=c.width) * 1e-20)
+             for _ in range(2)] for t, c in enumerate(tiles)]
+    one_by_one, batched = ColumnSums(tiles[0].block), ColumnSums(tiles[0].block)
+    for c, s in zip(tiles, sums):
+        if s is not None:
+            one_by_one.add(c, s)
+    for a in range(0, len(tiles), batch):
+        batched.add_batch(tiles[a: a + batch], sums[a: a + batch], parts=parts,
+                          map_ranges=lambda fn, ranges: [fn(r) for r in reversed(ranges)])  # any order of ranges
+    for want, got in zip(one_by_one.sums(), batched.sums()):
+        assert np.array_equal(_bits(got.hi), _bits(want.hi)) and np.array_equal(_bits(got.lo), _bits(want.lo))
+    empty = ColumnSums(tiles[0].block)
+    empty.add_batch(tiles[:2], [None, None])
+    assert empty.sums() is None
+
+
+def test_batches_hold_about_their_bytes_and_at_least_the_threads_tiles(monkeypatch):
+    monkeypatch.setattr(sparse_sums, "SUM_BATCH_BYTES", 16 * 3 * 100)
+    assert sparse_sums.sum_batches([50, 50, 50, 50, 50], 3) == [(0, 2), (2, 4), (4, 5)]
+    assert sparse_sums.sum_batches([50, 50, 50, 50, 50], 3, minimum=3) == [(0, 3), (3, 5)]
+    assert sparse_sums.sum_batches([500, 1, 1], 1) == [(0, 1), (1, 3)]
+    assert sparse_sums.sum_batches([], 2) == []
+
+
 def test_sparse_sums_add_as_the_dense_ones():
     rng = np.random.default_rng(4)
     n = 400
@@ -118,12 +153,14 @@ def test_sparse_passes_give_the_dense_model_on_any_threads_and_tiles(solver, opt
     kw = dict(solver=solver, C=0.5, max_iter=6, solver_options=options)
     with LocalEngine(data, threads=1, sparse=False) as engine:
         want = train(engine, **kw).weights
-    for tile_bytes, threads in ((1 << 40, 1), (1, 2), (3000, 3)):
+    # tiles of one group each, a batch of 2 or 3 tiles at a time (SUM_BATCH_BYTES 1)
+    for tile_bytes, threads, batch_bytes in ((1 << 40, 1, 1 << 28), (1, 2, 1), (3000, 3, 1), (3000, 2, 1 << 28)):
         monkeypatch.setattr(tiling, "TILE_BYTES", tile_bytes)
+        monkeypatch.setattr(sparse_sums, "SUM_BATCH_BYTES", batch_bytes)
         with LocalEngine(data, threads=threads, sparse=True) as engine:
             assert engine.sparse
             got = train(engine, **kw).weights
-        assert np.array_equal(_bits(got), _bits(want)), (tile_bytes, threads)
+        assert np.array_equal(_bits(got), _bits(want)), (tile_bytes, threads, batch_bytes)
 
 
 def test_wide_csr_rows_take_the_sparse_passes_by_default():
@@ -304,3 +341,51 @@ def test_sparse_sums_travel_packed_with_their_bits():
         assert got.n_features == n and got.columns.dtype == want.columns.dtype
         for g, w in ((got.columns, want.columns), (got.hi, want.hi), (got.lo, want.lo)):
             assert np.array_equal(g.view(np.int64), w.view(np.int64))
+
+
+def _numpy_tile_columns(X, a, b):
+    # the column-major copy by np.argsort(kind="stable") and np.searchsorted: what the radix
+    # passes and the galloping walk must give, array for array
+    first, last = int(X.indptr[a]), int(X.indptr[b])
+    entries = np.asarray(X.indices[first:last])
+    order = np.argsort(entries, kind="stable")
+    by_column = entries[order]
+    starts = np.flatnonzero(np.diff(by_column)) + 1
+    distinct = by_column[np.concatenate(([0], starts))] if by_column.shape[0] else by_column
+    col_ptr = np.concatenate(([0], starts, [by_column.shape[0]])) if by_column.shape[0] else np.zeros(1)
+    row_of = np.repeat(np.arange(b - a), np.diff(np.asarray(X.indptr[a: b + 1])))
+    return distinct, col_ptr, row_of[order], np.asarray(X.data[first:last])[order]
+
+
+@pytest.mark.parametrize("n", [5000, 1 << 24, (1 << 31) - 1])  # one, two and three radix passes
+def test_the_radix_column_order_is_the_stable_argsorts(n):
+    rng = np.random.default_rng(12)
+    rows, group = 3000, 7
+    cols = rng.integers(0, n, size=(rows, 9))
+    cols[::5, :] = cols[::5, :1]  # repeated columns in a row become one entry
+    cols[:, -1] = n - 1  # the last column in every row
+    X = sp.csr_matrix((rng.normal(size=cols.size).astype(np.float32), (np.repeat(np.arange(rows), 9), cols.ravel())),
+                      shape=(rows, n))
+    X.sum_duplicates()
+    X.data[::11] = 0.0  # explicit zeros are entries
+    bounds = [(0, 700), (700, 701), (701, 701), (701, 2996), (2996, rows)]
+    tiles = tile_columns(X, bounds)
+    for (a, b), cols_of in zip(bounds, tiles):
+        distinct, col_ptr, rows_of, values = _numpy_tile_columns(X, a, b)
+        assert np.array_equal(cols_of.block.columns[cols_of.positions], distinct)
+        assert np.array_equal(cols_of.positions, np.searchsorted(cols_of.block.columns, distinct))
+        assert np.array_equal(cols_of.col_ptr, col_ptr) and cols_of.col_ptr.dtype == np.int32
+        assert np.array_equal(cols_of.rows, rows_of) and np.array_equal(_bits(cols_of.values), _bits(values))
+        assert cols_of.values.dtype == np.float32
+
+
+def test_positions_by_galloping_are_searchsorteds():
+    from sparkrank.numerics.tile_columns import positions_in
+
+    rng = np.random.default_rng(13)
+    ascending = np.unique(rng.integers(0, 1 << 30, 200_000))
+    for size in (0, 1, 17, 5000, ascending.shape[0]):
+        subset = np.sort(rng.choice(ascending, size, replace=False))
+        assert np.array_equal(positions_in(ascending, subset), np.searchsorted(ascending, subset))
+    ends = ascending[[0, -1]]
+    assert np.array_equal(positions_in(ascending, ends), [0, ascending.shape[0] - 1])

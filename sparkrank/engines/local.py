@@ -21,10 +21,10 @@ from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
 from ..numerics.same_bits import is_frozen, same_bits
-from ..numerics.sparse_sums import ColumnSums
+from ..numerics.sparse_sums import ColumnSums, sum_batches
 from ..numerics.tile_columns import tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
-from .threads import InTurn, ThreadRunner, balanced_cuts, check_threads
+from .threads import ThreadRunner, balanced_cuts, check_threads
 from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, tile_pass
 
 
@@ -93,7 +93,7 @@ class LocalEngine(Engine):
         self._row_chunks = [(a, b) for a, b in zip(row_cuts[:-1], row_cuts[1:]) if b > a] or [(0, 0)]
         # groups cut into tiles (engines/tiles.py), the tiles into one run per thread of about
         # equal bytes
-        self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse)
+        self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse, map_tiles=self._runner.map)
         self.sparse = self._tiles[0].columns is not None
         self._sums_workspace: dict = {}  # the sparse passes' column sums, kept between passes
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
@@ -153,10 +153,12 @@ class LocalEngine(Engine):
         return whole_or_tiled(v, scores, kernel, states, powers)
 
     def _sparse_pass(self, v, scores, kernel, states, powers):
-        # tile by tile on the threads, each tile's sums over its own columns added into one
-        # accumulator over the data's columns in tile order (numerics/sparse_sums.py): O(nnz) a
-        # tile and O(n) once, and the same bits for any number of threads.  A kernel that sees
-        # every group at once runs once over all scores, then its products go tile by tile.
+        # tile by tile on the threads, in batches of tiles: each tile's sums over its own
+        # columns, then the batch's added into one accumulator over the data's columns in one
+        # sweep, split over the threads by columns, each column's additions in tile order
+        # (numerics/sparse_sums.py): O(nnz) a tile, O(n) a batch, and the same bits for any
+        # number of threads.  A kernel that sees every group at once runs once over all
+        # scores, then its products go tile by tile.
         X = self.data.X
         fresh = scores is None
         if fresh:
@@ -166,34 +168,31 @@ class LocalEngine(Engine):
             if fresh:
                 scores[:] = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
             whole = kernel(self.data.groups, scores, None if states is None else states[0])
-        accumulator, turns = ColumnSums(self._tiles[0].columns.block, self._sums_workspace), InTurn()
+        accumulator = ColumnSums(self._tiles[0].columns.block, self._sums_workspace)
 
         def one_tile(k: int):
-            tile, sums = self._tiles[k], None
-            try:
-                if whole is None:
-                    result, r, sums = tile_pass(X, tile, v, kernel, None if states is None else states[k], powers,
-                                                scores, fresh)
-                else:
-                    result = r = whole
-                    products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
-                    sums = tile_products(tile.columns, products, tile.groups.offsets) if products else None
-            finally:
-                with turns.turn(k):
-                    if sums is not None:
-                        accumulator.add(tile.columns, sums)
-            return result, r
+            tile = self._tiles[k]
+            if whole is not None:
+                products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
+                return whole, whole, tile_products(tile.columns, products, tile.groups.offsets) if products else None
+            return tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh)
 
-        done = self._runner.map(one_tile, range(len(self._tiles)))
-        if fresh and states is None and whole is None:
+        results, last = [], None
+        expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
+        for a, b in sum_batches([t.columns.width for t in self._tiles], max(1, expected), self.threads):
+            batch = self._runner.map(one_tile, range(a, b))
+            accumulator.add_batch([t.columns for t in self._tiles[a:b]], [sums for _, _, sums in batch],
+                                  self._runner.map, self.threads)
+            results.extend(result for result, _, _ in batch)
+            last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
+        if fresh and (whole is not None or states is None):
             self._scores.keep(v, scores)
-        elif fresh and whole is not None:
-            self._scores.keep(v, scores)
-        results = [replace(whole, coef=None, moment_coef=None)] if whole is not None else [r for r, _ in done]
+        if whole is not None:
+            results = [replace(whole, coef=None, moment_coef=None)]
         sums = accumulator.sums()
         if sums is None:
             return results, None, None
-        coef_parts, moment_parts = split_products(done[-1][1], powers, [s.rounded() for s in sums])
+        coef_parts, moment_parts = split_products(last, powers, [s.rounded() for s in sums])
         return results, coef_parts, moment_parts
 
     def _tiled_pass(self, v, scores, kernel, states, powers):

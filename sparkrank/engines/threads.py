@@ -20,9 +20,7 @@ group's kernel output depends only on that group.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
@@ -76,28 +74,3 @@ class ThreadRunner:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-
-
-class InTurn:
-    """Steps that run one at a time in the order of their numbers 0, 1, 2, …, whichever threads
-    reach them first: the sparse passes add their tiles' sums into one accumulator in tile order,
-    so the sums do not depend on the threads (:mod:`sparkrank.numerics.sparse_sums`).
-
-    Numbered work handed to :meth:`ThreadRunner.map` in order starts in order, so a step never
-    waits for one that no thread has started; a step whose work failed must still take its turn
-    (``with turns.turn(i)`` in a ``finally``), or the later ones wait forever."""
-
-    def __init__(self):
-        self._next = 0
-        self._ready = threading.Condition()
-
-    @contextmanager
-    def turn(self, number: int):
-        with self._ready:
-            self._ready.wait_for(lambda: self._next == number)
-        try:
-            yield
-        finally:
-            with self._ready:
-                self._next += 1
-                self._ready.notify_all()

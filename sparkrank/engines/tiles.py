@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
-from ..numerics.sparse_sums import ColumnSums, wants_sparse_passes
+from ..numerics.sparse_sums import ColumnSums, sum_batches, wants_sparse_passes
 from ..numerics.tile_columns import TileColumns, tile_columns, tile_products
 from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
@@ -60,19 +60,20 @@ def bytes_at_groups(X, offsets: np.ndarray) -> np.ndarray:
 
 
 def make_tiles(X, groups: QueryGroups, tile_bytes: int | None = None,
-               sparse: bool | None = None) -> tuple[list[Tile], np.ndarray]:
+               sparse: bool | None = None, map_tiles: Callable = map) -> tuple[list[Tile], np.ndarray]:
     """``X``'s groups cut into tiles of about ``tile_bytes`` (default :data:`TILE_BYTES`; a
     group never splits), and the bytes of ``X`` before each tile boundary (for balancing runs
     of tiles over threads).  No rows give one empty tile.  ``sparse``: whether the tiles' passes
     sum their columns sparsely (CSR rows only; default
-    :func:`~sparkrank.numerics.sparse_sums.wants_sparse_passes`)."""
+    :func:`~sparkrank.numerics.sparse_sums.wants_sparse_passes`); ``map_tiles``: how their
+    column-major copies are made (``ThreadRunner.map``: on several threads)."""
     tile_bytes = TILE_BYTES if tile_bytes is None else int(tile_bytes)
     bytes_at = bytes_at_groups(X, groups.offsets)
     cuts = balanced_cuts(bytes_at, max(1, -(-int(bytes_at[-1]) // tile_bytes)))
     offsets = groups.offsets
     bounds = [(int(offsets[a]), int(offsets[b])) for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
     sparse = wants_sparse_passes(X) if sparse is None else sparse and not isinstance(X, np.ndarray)
-    columns = tile_columns(X, bounds) if sparse else [None] * len(bounds)
+    columns = tile_columns(X, bounds, map_tiles) if sparse else [None] * len(bounds)
     tiles = [Tile(groups.slice(a, b), start, stop, cols)
              for (a, b), (start, stop), cols in zip(zip(cuts[:-1].tolist(), cuts[1:].tolist()), bounds, columns)]
     return tiles, bytes_at[cuts]
@@ -122,25 +123,38 @@ def fused_pass(X, tiles: Sequence[Tile], v: np.ndarray, kernel: ScoreKernel, sta
         # X·v, the kernel and Xᵀc group by group, X read once (group_passes.py); weighted rows
         # too, when every tile is (one weighting of the work arrays for the whole pass)
         return group_pass(X, tiles, v, kernel, states, powers, scores, fresh)
-    sparse = ColumnSums(tiles[0].columns.block) if tiles and tiles[0].columns is not None else None
+    if tiles and tiles[0].columns is not None:
+        return _sparse_fused_pass(X, tiles, v, kernel, states, powers, scores, fresh)
     for k, tile in enumerate(tiles):
         result, r, sums = tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh)
         results.append(result)
         if sums is None:
-            continue
-        if sparse is not None:  # the tiles' sums over the block's columns, in tile order
-            sparse.add(tile.columns, sums)
-            last = r
             continue
         coef_parts, moment_parts = split_products(r, powers, sums)
         for j, part in enumerate(coef_parts or ()):
             partials[j] = part if partials[j] is None else dd_add(partials[j], part)
         if moment_parts is not None:
             moments = moment_parts if moments is None else [dd_add(m, p) for m, p in zip(moments, moment_parts)]
-    if sparse is not None and sparse.sums() is not None:  # SparseSums over the block's columns
-        coef_parts, moments = split_products(last, powers, sparse.sums())
-        partials = list(coef_parts) if coef_parts is not None else partials
     return results, partials, moments
+
+
+def _sparse_fused_pass(X, tiles: Sequence[Tile], v, kernel: ScoreKernel, states, powers, scores, fresh):
+    # fused_pass over tiles with columns: batch by batch of tiles, each tile's sums over its own
+    # columns, then the batch's added into the block's accumulator in tile order
+    # (ColumnSums.add_batch): SparseSums over the block's columns, the dense sums' bits
+    accumulator = ColumnSums(tiles[0].columns.block)
+    results, last = [], None
+    expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
+    for a, b in sum_batches([t.columns.width for t in tiles], max(1, expected)):
+        batch = [tile_pass(X, tiles[k], v, kernel, None if states is None else states[k], powers, scores, fresh)
+                 for k in range(a, b)]
+        accumulator.add_batch([t.columns for t in tiles[a:b]], [sums for _, _, sums in batch])
+        results.extend(result for result, _, _ in batch)
+        last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
+    if accumulator.sums() is None:
+        return results, [None] * len(powers), None
+    coef_parts, moments = split_products(last, powers, accumulator.sums())
+    return results, (list(coef_parts) if coef_parts is not None else [None] * len(powers)), moments
 
 
 def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: tuple[int, ...],

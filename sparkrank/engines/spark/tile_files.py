@@ -2,7 +2,7 @@
 
 Why: a pass over wide CSR rows (hashed features) runs on tiles that hold their rows column by
 column (:class:`~sparkrank.numerics.tile_columns.TileColumns`), made from the block in
-O(nnz log nnz).  Kept in a Python worker's memory they were made again by every worker that
+O(nnz).  Kept in a Python worker's memory they were made again by every worker that
 ran the block for the first time, and nothing pins a block to a worker: on ``local[2]`` the two
 workers swap the two blocks between passes at random, and each swap cost a pass the tiles of
 both blocks again (200k rows x 40 hashed ids of 2²⁴: 4.5-5 s of CPU per block, a 13-18 s value
