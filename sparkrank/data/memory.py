@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..numerics.sparse_sums import SPARSE_PASS_MIN_FEATURES as _SPARSE_PASS_MIN_FEATURES
+from ..numerics.sparse_sums import SUM_BATCH_BYTES as _SUM_BATCH_BYTES
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -65,6 +66,10 @@ SPARSE_ENTRY_BYTES = 4 + 4 + 4
 #: Bytes per column a block touches (at most one per stored entry) of a sparse pass in process:
 #: the block's column (int64) and the accumulator of three products' double-doubles (48).
 SPARSE_COLUMN_BYTES = 8 + 48
+#: A sparse pass's batch of tiles' sums waiting to be added (``numerics.sparse_sums.ColumnSums
+#: .add_batch``): about this many bytes, and at most three products' double-doubles per entry.
+SPARSE_BATCH_BYTES = _SUM_BATCH_BYTES
+SPARSE_BATCH_ENTRY_BYTES = 48
 #: ... and in a Spark Python worker, besides: the block's sums as they travel (three products,
 #: an index and a double-double each) and a merge of two such.
 SPARSE_SHIPPED_COLUMN_BYTES = 2 * 72
@@ -148,7 +153,8 @@ class DataShape:
         if not self.sparse_passes:
             return 0
         per_column = SPARSE_COLUMN_BYTES + (SPARSE_SHIPPED_COLUMN_BYTES if shipped else 0)
-        return (SPARSE_ENTRY_BYTES + self.itemsize) * self.nnz + per_column * min(self.nnz, self.features)
+        batch = min(SPARSE_BATCH_BYTES, SPARSE_BATCH_ENTRY_BYTES * self.nnz)
+        return (SPARSE_ENTRY_BYTES + self.itemsize) * self.nnz + per_column * min(self.nnz, self.features) + batch
 
     def describe(self) -> str:
         layout = "dense rows" if self.dense else f"CSR, {self.nnz:,} stored entries"

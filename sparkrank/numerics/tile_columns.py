@@ -106,7 +106,7 @@ def _by_column(indptr, indices, data, bits):
         row_of[indptr[r] - first: indptr[r + 1] - first] = r
     rows = np.empty(count, dtype=np.int32)
     values = np.empty(count, dtype=data.dtype)
-    distinct = np.empty(count, dtype=np.int64)
+    distinct = np.empty(count, dtype=indices.dtype)
     col_ptr = np.empty(count + 1, dtype=np.int32)
     width = 0
     for e in range(count):
