@@ -7,8 +7,9 @@ Spark partition: 200k rows x 2²⁴ ids took over 30 minutes and 8.5 GB in proce
 pass ran the JVM out of heap.  Here each tile keeps, once per engine, its rows column by column
 over its own distinct columns (:class:`~sparkrank.numerics.tile_columns.TileColumns`, which also
 says why that is fast), so a tile's ``Xᵀc`` costs O(its entries), and the tiles' sums are
-added into one accumulator over the block's distinct columns (:class:`ColumnSums`), tile after
-tile in tile order, whatever the threads.
+added into one accumulator over the block's distinct columns (:class:`ColumnSums`), each
+column's additions in tile order whatever the threads: batch by batch of tiles, one sweep of the
+accumulator per batch rather than per tile (:data:`SUM_BATCH_BYTES`).
 
 Why the bits are those of the dense sums (``exact_sum``'s convention, Ogita–Rump–Oishi Sum2):
 a tile's per-column step sums and TwoSum additions are the dense loop's, operation for
