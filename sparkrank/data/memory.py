@@ -153,8 +153,13 @@ class DataShape:
         if not self.sparse_passes:
             return 0
         per_column = SPARSE_COLUMN_BYTES + (SPARSE_SHIPPED_COLUMN_BYTES if shipped else 0)
-        batch = min(SPARSE_BATCH_BYTES, SPARSE_BATCH_ENTRY_BYTES * self.nnz)
-        return (SPARSE_ENTRY_BYTES + self.itemsize) * self.nnz + per_column * min(self.nnz, self.features) + batch
+        return (SPARSE_ENTRY_BYTES + self.itemsize) * self.nnz + per_column * min(self.nnz, self.features) \
+            + self.sparse_batch_bytes()
+
+    def sparse_batch_bytes(self) -> int:
+        """The part of :meth:`sparse_pass_bytes` that stops growing with the rows: a batch of
+        tiles' sums (:data:`SPARSE_BATCH_BYTES`, or all of them when they are fewer)."""
+        return min(SPARSE_BATCH_BYTES, SPARSE_BATCH_ENTRY_BYTES * self.nnz) if self.sparse_passes else 0
 
     def describe(self) -> str:
         layout = "dense rows" if self.dense else f"CSR, {self.nnz:,} stored entries"
@@ -274,8 +279,11 @@ def partition_count(shape: DataShape, budget: WorkerBudget, workers: int, *, min
     base = WORKER_BASE_BYTES
     # dense partial sums cost the width whatever the block; sparse ones are in worker_block_bytes
     partials = 0 if shape.sparse_passes else 2 * PARTIAL_FEATURE_BYTES * shape.features
+    # a block's batch of tiles' sums, counted per entry (what a block of any size holds at most)
+    batch = shape.sparse_batch_bytes()
+    uncapped = SPARSE_BATCH_ENTRY_BYTES * shape.nnz if shape.sparse_passes else 0
     pass_room = budget.bytes - base - partials
-    per_row = worker_block_bytes(shape) / shape.rows
+    per_row = (worker_block_bytes(shape) - batch + uncapped) / shape.rows
     rows = pass_room / per_row if pass_room > 0 else 1.0  # check_worker refuses a pass that cannot fit
     build_room = budget.bytes - base - input_bytes
     if build_room > 0:
