@@ -128,6 +128,41 @@ def test_batches_hold_about_their_bytes_and_at_least_the_threads_tiles(monkeypat
     assert sparse_sums.sum_batches([50, 50, 50, 50, 50], 3, minimum=3) == [(0, 3), (3, 5)]
     assert sparse_sums.sum_batches([500, 1, 1], 1) == [(0, 1), (1, 3)]
     assert sparse_sums.sum_batches([], 2) == []
+    # a batch holds at least the accumulator's bytes: 3 products' double-doubles over 200 columns
+    assert sparse_sums.sum_batches([50, 50, 50, 50, 50], 3, block_width=200) == [(0, 4), (4, 5)]
+    assert sparse_sums.batch_bytes(3, 200) == 16 * 3 * 200 and sparse_sums.batch_bytes(1, 2) == 16 * 3 * 100
+
+
+def test_tile_sum_buffers_are_kept_per_slot_and_grow_when_asked_for_more():
+    from sparkrank.numerics.sparse_sums import TileSumBuffers
+
+    buffers = TileSumBuffers()
+    hi, lo = buffers.take(0, (3, 10))
+    assert hi.shape == lo.shape == (3, 10) and hi.flags.c_contiguous and lo.flags.c_contiguous
+    assert not np.shares_memory(hi, lo)
+    other, _ = buffers.take(1, (3, 10))
+    assert not np.shares_memory(hi, other)  # slots of one batch never share
+    smaller, _ = buffers.take(0, (1, 7))
+    assert smaller.shape == (1, 7) and np.shares_memory(smaller, hi)  # kept, not made again
+    larger, _ = buffers.take(0, (3, 11))
+    assert larger.shape == (3, 11) and buffers.nbytes() == 2 * 8 * (33 + 30)
+
+
+def test_tile_sums_written_into_kept_buffers_are_fresh_ones_bit_for_bit():
+    from sparkrank.numerics.sparse_sums import TileSumBuffers
+
+    data = hashed(400, 1 << 16, 12, 8, seed=5)
+    tile = tile_columns(data.X, [(0, data.n_rows)])[0]
+    rng = np.random.default_rng(2)
+    buffers = TileSumBuffers()
+    buffers.take(0, (3, tile.width))[0].fill(np.nan)  # what an earlier pass left must not show
+    offsets = np.array([0, 150, data.n_rows])
+    for k in (3, 1, 2):
+        products = [(rng.normal(size=data.n_rows), 1 + q % 2) for q in range(k)]
+        want = tile_products(tile, products, offsets)
+        got = tile_products(tile, products, offsets, buffers, 0)
+        for (wh, wl), (gh, gl) in zip(want, got):
+            assert np.array_equal(_bits(wh), _bits(gh)) and np.array_equal(_bits(wl), _bits(gl))
 
 
 def test_sparse_sums_add_as_the_dense_ones():
@@ -153,10 +188,10 @@ def test_sparse_passes_give_the_dense_model_on_any_threads_and_tiles(solver, opt
     kw = dict(solver=solver, C=0.5, max_iter=6, solver_options=options)
     with LocalEngine(data, threads=1, sparse=False) as engine:
         want = train(engine, **kw).weights
-    # tiles of one group each, a batch of 2 or 3 tiles at a time (SUM_BATCH_BYTES 1)
+    # tiles of one group each, a batch of 2 or 3 tiles at a time (batches of 1 byte)
     for tile_bytes, threads, batch_bytes in ((1 << 40, 1, 1 << 28), (1, 2, 1), (3000, 3, 1), (3000, 2, 1 << 28)):
         monkeypatch.setattr(tiling, "TILE_BYTES", tile_bytes)
-        monkeypatch.setattr(sparse_sums, "SUM_BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr(sparse_sums, "batch_bytes", lambda products, width, held=batch_bytes: held)
         with LocalEngine(data, threads=threads, sparse=True) as engine:
             assert engine.sparse
             got = train(engine, **kw).weights
@@ -239,6 +274,29 @@ def test_the_union_of_sorted_columns_is_np_unique():
     got = sorted_union(parts)
     assert got.dtype == np.int64 and np.array_equal(got, np.unique(np.concatenate(parts)))
     assert sorted_union([]).shape == (0,) and sorted_union([parts[0]]).dtype == np.int64
+
+
+@pytest.mark.parametrize("n_features", [1 << 10, 1 << 16, 1 << 30])
+def test_block_columns_by_marks_or_by_sorting_are_the_union_and_its_places(n_features):
+    # 2^10 and 2^16 columns take the marks (fewer bytes than sorting the tiles' columns), 2^30 the sort
+    from sparkrank.engines.threads import ThreadRunner
+    from sparkrank.numerics.tile_columns import block_columns
+
+    rng = np.random.default_rng(17)
+    tiles = [np.unique(rng.integers(0, n_features, size)).astype(np.int32) for size in (0, 1, 300, 3000, 3000)]
+    tiles.append(np.array([0, n_features - 1], dtype=np.int32))
+    union = np.unique(np.concatenate(tiles))
+    runner = ThreadRunner(2)
+    try:
+        for map_tiles in (map, runner.map):
+            block, places = block_columns(tiles, n_features, map_tiles)
+            assert block.n_features == n_features and block.columns.dtype == np.int64
+            assert np.array_equal(block.columns, union)
+            for tile, where in zip(tiles, places):
+                assert where.dtype == np.int32 and np.array_equal(where, np.searchsorted(union, tile))
+    finally:
+        runner.close()
+    assert block_columns([], n_features)[0].columns.shape == (0,)
 
 
 def _block(data):

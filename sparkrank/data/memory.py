@@ -67,7 +67,8 @@ SPARSE_ENTRY_BYTES = 4 + 4 + 4
 #: the block's column (int64) and the accumulator of three products' double-doubles (48).
 SPARSE_COLUMN_BYTES = 8 + 48
 #: A sparse pass's batch of tiles' sums waiting to be added (``numerics.sparse_sums.ColumnSums
-#: .add_batch``): about this many bytes, and at most three products' double-doubles per entry.
+#: .add_batch``): about this many bytes or the accumulator's (``sparse_sums.batch_bytes``), and
+#: at most three products' double-doubles per entry.
 SPARSE_BATCH_BYTES = _SUM_BATCH_BYTES
 SPARSE_BATCH_ENTRY_BYTES = 48
 #: ... and in a Spark Python worker, besides: the block's sums as they travel (three products,
@@ -157,9 +158,12 @@ class DataShape:
             + self.sparse_batch_bytes()
 
     def sparse_batch_bytes(self) -> int:
-        """The part of :meth:`sparse_pass_bytes` that stops growing with the rows: a batch of
-        tiles' sums (:data:`SPARSE_BATCH_BYTES`, or all of them when they are fewer)."""
-        return min(SPARSE_BATCH_BYTES, SPARSE_BATCH_ENTRY_BYTES * self.nnz) if self.sparse_passes else 0
+        """The part of :meth:`sparse_pass_bytes` that grows with the columns touched, not the rows:
+        a batch of tiles' sums (``numerics.sparse_sums.batch_bytes``; all of them when fewer)."""
+        if not self.sparse_passes:
+            return 0
+        batch = max(SPARSE_BATCH_BYTES, SPARSE_BATCH_ENTRY_BYTES * min(self.nnz, self.features))
+        return min(batch, SPARSE_BATCH_ENTRY_BYTES * self.nnz)
 
     def describe(self) -> str:
         layout = "dense rows" if self.dense else f"CSR, {self.nnz:,} stored entries"

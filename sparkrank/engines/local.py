@@ -21,7 +21,7 @@ from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
 from ..numerics.same_bits import is_frozen, same_bits
-from ..numerics.sparse_sums import ColumnSums, sum_batches
+from ..numerics.sparse_sums import ColumnSums, TileSumBuffers, sum_batches
 from ..numerics.tile_columns import tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
@@ -169,18 +169,22 @@ class LocalEngine(Engine):
                 scores[:] = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
             whole = kernel(self.data.groups, scores, None if states is None else states[0])
         accumulator = ColumnSums(self._tiles[0].columns.block, self._sums_workspace)
+        buffers = self._sums_workspace.setdefault("tiles", TileSumBuffers())
 
-        def one_tile(k: int):
+        def one_tile(k: int, slot: int):
             tile = self._tiles[k]
             if whole is not None:
                 products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
-                return whole, whole, tile_products(tile.columns, products, tile.groups.offsets) if products else None
-            return tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh)
+                sums = tile_products(tile.columns, products, tile.groups.offsets, buffers, slot) if products else None
+                return whole, whole, sums
+            return tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh,
+                             buffers, slot)
 
         results, last = [], None
         expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
-        for a, b in sum_batches([t.columns.width for t in self._tiles], max(1, expected), self.threads):
-            batch = self._runner.map(one_tile, range(a, b))
+        widths, block_width = [t.columns.width for t in self._tiles], self._tiles[0].columns.block.columns.shape[0]
+        for a, b in sum_batches(widths, max(1, expected), self.threads, block_width):
+            batch = self._runner.map(lambda k: one_tile(k, k - a), range(a, b))
             accumulator.add_batch([t.columns for t in self._tiles[a:b]], [sums for _, _, sums in batch],
                                   self._runner.map, self.threads)
             results.extend(result for result, _, _ in batch)

@@ -29,7 +29,7 @@ from ..data.groups import QueryGroups
 from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import DoubleDouble, dd_add, rmatvec_dd_products
 from ..numerics.linalg import matvec
-from ..numerics.sparse_sums import ColumnSums, sum_batches, wants_sparse_passes
+from ..numerics.sparse_sums import ColumnSums, TileSumBuffers, sum_batches, wants_sparse_passes
 from ..numerics.tile_columns import TileColumns, tile_columns, tile_products
 from .group_passes import group_pass, runs_group_form
 from .threads import balanced_cuts
@@ -142,12 +142,13 @@ def _sparse_fused_pass(X, tiles: Sequence[Tile], v, kernel: ScoreKernel, states,
     # fused_pass over tiles with columns: batch by batch of tiles, each tile's sums over its own
     # columns, then the batch's added into the block's accumulator in tile order
     # (ColumnSums.add_batch): SparseSums over the block's columns, the dense sums' bits
-    accumulator = ColumnSums(tiles[0].columns.block)
+    accumulator, buffers = ColumnSums(tiles[0].columns.block), TileSumBuffers()
     results, last = [], None
     expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
-    for a, b in sum_batches([t.columns.width for t in tiles], max(1, expected)):
-        batch = [tile_pass(X, tiles[k], v, kernel, None if states is None else states[k], powers, scores, fresh)
-                 for k in range(a, b)]
+    block_width = tiles[0].columns.block.columns.shape[0]
+    for a, b in sum_batches([t.columns.width for t in tiles], max(1, expected), 1, block_width):
+        batch = [tile_pass(X, tiles[k], v, kernel, None if states is None else states[k], powers, scores, fresh,
+                           buffers, k - a) for k in range(a, b)]
         accumulator.add_batch([t.columns for t in tiles[a:b]], [sums for _, _, sums in batch])
         results.extend(result for result, _, _ in batch)
         last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
@@ -158,10 +159,12 @@ def _sparse_fused_pass(X, tiles: Sequence[Tile], v, kernel: ScoreKernel, states,
 
 
 def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: tuple[int, ...],
-              scores: np.ndarray, fresh: bool) -> tuple[KernelResult, KernelResult, list[DoubleDouble] | None]:
+              scores: np.ndarray, fresh: bool, buffers: TileSumBuffers | None = None, slot: int = 0
+              ) -> tuple[KernelResult, KernelResult, list[DoubleDouble] | None]:
     """One tile of :func:`fused_pass`: its ``X·v`` (when ``fresh``), the kernel on its groups, and
     the double-double sums of :func:`pass_products` over the tile's rows (``None`` when there are
-    none): over every column, or over the tile's own (:attr:`Tile.columns`) for sparse passes.
+    none): over every column, or over the tile's own (:attr:`Tile.columns`) for sparse passes,
+    written into ``buffers``' arrays of ``slot`` when given (``tile_columns.tile_products``).
     Returns the kernel's result without and with its coefficients, and the sums."""
     a, b = tile.start, tile.stop
     if fresh:
@@ -174,7 +177,7 @@ def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: 
         if tile.columns is None:
             sums = rmatvec_dd_products(X, products, (a, b), tile.groups.offsets)
         else:
-            sums = tile_products(tile.columns, products, tile.groups.offsets)
+            sums = tile_products(tile.columns, products, tile.groups.offsets, buffers, slot)
     return replace(r, coef=None, moment_coef=None), r, sums
 
 

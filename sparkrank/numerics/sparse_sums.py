@@ -31,11 +31,11 @@ from numba.typed import List
 
 from .exact_sum import DoubleDouble
 
-#: Bytes of tiles' sums held at once to be added into a block's accumulator in one sweep
-#: (:meth:`ColumnSums.add_batch`).  Why batches: a tile of 25k hashed rows touches ~1M of the
-#: 2²⁴ columns, spread over all of them, so adding its sums alone reads and writes a cache line
-#: of the accumulator per column, which costs a sweep of the whole accumulator per tile (1M
-#: rows x 40 ids of 2²⁴, a value pass: 4.6 of 6.9 s, on one thread at a time).
+#: Bytes of tiles' sums held at once (at least; :func:`batch_bytes`) to be added into a block's
+#: accumulator in one sweep (:meth:`ColumnSums.add_batch`).  Why batches: a tile of 25k hashed
+#: rows touches ~1M of the 2²⁴ columns, spread over all of them, so adding its sums alone reads
+#: and writes a cache line of the accumulator per column, which costs a sweep of the whole
+#: accumulator per tile (1M rows x 40 ids of 2²⁴, a value pass: 4.6 of 6.9 s, one thread at a time).
 SUM_BATCH_BYTES = 256 << 20
 
 #: Columns of the accumulator a batch is added into at a time, tile after tile: 64 KB of ``hi``
@@ -208,19 +208,56 @@ def add_into_dense(dense: DoubleDouble, b: SparseSums) -> DoubleDouble:
     return hi, lo
 
 
-def sum_batches(widths: Sequence[int], products: int, minimum: int = 1) -> list[tuple[int, int]]:
+def sum_batches(widths: Sequence[int], products: int, minimum: int = 1, block_width: int = 0
+                ) -> list[tuple[int, int]]:
     """Runs ``a:b`` of consecutive tiles (of ``widths`` columns each) whose sums of ``products``
-    products take at most about :data:`SUM_BATCH_BYTES`, and at least ``minimum`` tiles each
-    (the threads that make them) but the last."""
-    cuts, held = [0], 0
+    products take about :func:`batch_bytes` (``block_width``: the block's distinct columns), and
+    at least ``minimum`` tiles each (the threads that make them) but the last."""
+    cuts, held, enough = [0], 0, batch_bytes(products, block_width)
     for t, width in enumerate(widths):
         held += 16 * products * int(width)
-        if held >= SUM_BATCH_BYTES and t + 1 - cuts[-1] >= minimum:
+        if held >= enough and t + 1 - cuts[-1] >= minimum:
             cuts.append(t + 1)
             held = 0
     if cuts[-1] != len(widths):
         cuts.append(len(widths))
     return list(zip(cuts[:-1], cuts[1:]))
+
+
+class TileSumBuffers:
+    """Arrays tiles write their sums into (``tile_columns.tile_products``), one pair per slot (a
+    tile's place in its batch), kept from batch to batch and pass to pass.
+
+    Why: a tile of 25k hashed rows sums over ~1M columns, 48 MB of fresh ``hi`` and ``lo`` for
+    three products, and fresh pages cost a fault each: allocated per tile, three products'
+    column sums took 60 ns an entry, written into kept arrays 29 (25k rows x 40 ids of 2²⁴ a
+    tile, one core).  A slot's arrays are the caller's until it takes that slot again; slots may be taken on
+    several threads at once.
+    """
+
+    def __init__(self):
+        self._slots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def take(self, slot: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """C-contiguous ``hi`` and ``lo`` of ``shape`` (products, columns), their values undefined."""
+        size = int(shape[0]) * int(shape[1])
+        kept = self._slots.get(slot)
+        if kept is None or kept[0].shape[0] < size:
+            kept = (np.empty(size), np.empty(size))
+            self._slots[slot] = kept
+        return kept[0][:size].reshape(shape), kept[1][:size].reshape(shape)
+
+    def nbytes(self) -> int:
+        return sum(hi.nbytes + lo.nbytes for hi, lo in self._slots.values())
+
+
+def batch_bytes(products: int, block_width: int) -> int:
+    """Bytes of tiles' sums a batch holds before they are added: :data:`SUM_BATCH_BYTES`, or the
+    accumulator's own bytes (``products`` double-doubles over ``block_width`` columns) when that
+    is more.  Why: each batch sweeps the whole accumulator (read and written), so a batch smaller
+    than it costs more in sweeps than in the sums it adds (10M rows x 40 ids of 2²⁴: 800 MB of
+    accumulator, 19 GB of tiles' sums a value pass; batches of 256 MB swept it 75 times)."""
+    return max(SUM_BATCH_BYTES, 16 * int(products) * int(block_width))
 
 
 @dataclass(frozen=True)
