@@ -4,6 +4,9 @@ scores, ranges smaller than a run of ties."""
 
 from __future__ import annotations
 
+import glob
+import os
+
 import numpy as np
 import pytest
 
@@ -84,6 +87,47 @@ def test_squared_hinge_and_hessian_match_driver_placement(engines, w):
         np.testing.assert_allclose(ha.gradient, hb.gradient, rtol=1e-12, atol=1e-12 * np.abs(hb.gradient).max())
     ranged.release(a.state)
     driver.release(b.state)
+
+
+def test_hessian_passes_reuse_the_value_passes_kept_event_order(engines):
+    """A squared hinge value pass keeps each range's event order beside the blocks; its Hessian
+    passes read it (the same events), and sorting again when a file is gone gives the same bits;
+    a released state's orders are deleted by the next pass."""
+    _, _, ranged = engines
+    w, v = VECTORS[2], np.linspace(-1.0, 1.0, 5)
+    a = ranged.run(w, SquaredHingeDiagonalKernel(), keep_state=True)
+    orders = _OrderFiles(ranged)
+    kept = orders.files(a.state)
+    assert kept, "the value pass kept no event order"
+    read = ranged.run(v, SquaredHingeHessianKernel(), state=a.state)
+    biggest = max(kept, key=os.path.getsize)
+    np.save(biggest, np.load(biggest)[::-1].copy())  # a wrong order of the same events: read, it shows
+    misled = ranged.run(v, SquaredHingeHessianKernel(), state=a.state)
+    assert not np.array_equal(misled.gradient, read.gradient)
+    for path in kept:
+        os.remove(path)
+    sorted_again = ranged.run(v, SquaredHingeHessianKernel(), state=a.state)
+    np.testing.assert_array_equal(read.gradient, sorted_again.gradient)
+    np.testing.assert_array_equal(read.stats, sorted_again.stats)
+    b = ranged.run(w, SquaredHingeDiagonalKernel(), keep_state=True)
+    released = orders.files(b.state)
+    assert released
+    ranged.release(b.state)
+    ranged.run(w, HingeKernel())  # the next pass's range tasks delete the released orders
+    assert not any(os.path.exists(path) for path in released)
+    ranged.release(a.state)
+
+
+class _OrderFiles:
+    """The kept event-order files of a range engine's states on this host (beside its blocks)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.directory = os.path.dirname(engine.refs[0].path)
+
+    def files(self, state) -> list[str]:
+        scores_id = self.engine._range._kept[state.payload].scores_id
+        return glob.glob(os.path.join(self.directory, f"range-order-{scores_id}-*.npy"))
 
 
 def test_column_moments_match_driver_placement(engines):

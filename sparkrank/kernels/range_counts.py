@@ -148,15 +148,16 @@ def event_order(values: np.ndarray, kinds: np.ndarray, rows: np.ndarray) -> np.n
 
 
 @njit(cache=True, nogil=True)
-def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights):
-    # ascending: p-events go into an "above" tree, q-events ask it (n_above); descending:
+def _sweep(kind, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights):
+    # the events in their order (every array gathered so: the loop reads them in sequence, where
+    # reading them through the order's positions costs a cache miss an array an event).
+    # Ascending: p-events go into an "above" tree, q-events ask it (n_above); descending:
     # q-events go into a "below" tree, p-events ask it (n_below).  One tree, reset per
     # direction (the direction is a compile-time constant of the tree calls: two loops).
     literally(kind)
-    n = order.shape[0]
+    n = is_p.shape[0]
     height = tree_kinds.tree_reset(kind, tree, n_levels, with_sums)
-    for i in range(n):
-        e = order[i]
+    for e in range(n):
         if is_p[e]:
             value = values[e] if with_sums else 0.0
             tree_kinds.tree_insert(kind, tree, height, False, rank[e], 0.0, insert_weight(weights, e), value,
@@ -166,8 +167,7 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
             counts[e] = c
             sums[e] = s
     height = tree_kinds.tree_reset(kind, tree, n_levels, with_sums)
-    for i in range(n - 1, -1, -1):
-        e = order[i]
+    for e in range(n - 1, -1, -1):
         if not is_p[e]:
             value = values[e] if with_sums else 0.0
             tree_kinds.tree_insert(kind, tree, height, True, rank[e], 0.0, insert_weight(weights, e), value,
@@ -179,9 +179,9 @@ def _sweep(kind, order, is_p, rank, values, n_levels, with_sums, tree, counts, s
 
 
 @njit(cache=True, nogil=True)
-def _sweep_selection(order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights=None):
+def _sweep_selection(is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights=None):
     # weights None: the unweighted sweep (int64 counts); an array: its own compilation
-    _sweep(SELECTION, order, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights)
+    _sweep(SELECTION, is_p, rank, values, n_levels, with_sums, tree, counts, sums, weights)
 
 
 def arrange(chunks: list, inclusive: bool) -> list:
@@ -217,18 +217,36 @@ def label_ranks(labels: np.ndarray) -> tuple[int, np.ndarray]:
     return int(levels.shape[0]), rank.astype(np.int32)
 
 
+def range_order(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray | None, inclusive: bool,
+                arranged: bool = False) -> np.ndarray:
+    """Positions of a range's events in their total order ``(value, kind, row)``: int32 below
+    2³¹ events (what the range placement keeps between a value pass and its Hessian passes,
+    whose events are the same).  ``arranged``: the events are in ``(kind, row)`` order already
+    (:func:`arrange`), so one stable sort by value orders them (``counting.sort_group``) and
+    ``rows`` is not read."""
+    n = values.shape[0]
+    if arranged:
+        order = np.empty(n, dtype=np.int64)
+        if n:
+            sort_group(np.ascontiguousarray(values, dtype=np.float64), 0, n, order, *sort_scratch(n))
+    else:
+        kinds = np.where(is_p, 1 - q_kind(inclusive), q_kind(inclusive)).astype(np.int8)
+        order = event_order(values, kinds, rows)
+    return order.astype(np.int32) if n < 2 ** 31 else order
+
+
 def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: np.ndarray,
                 sums_of: np.ndarray | None, inclusive: bool, arranged: bool = False,
-                weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                weights: np.ndarray | None = None, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The pairs inside one range: for each event, the count (and value sum) of its partners
     among the range's events: a q-event's ``n_above`` part, a p-event's ``n_below`` part.
 
     ``values``: the events' values (``p`` or ``q``); ``is_p``: p-event or q-event; ``rows``:
     global row numbers (the order's last key); ``labels``: the rows' labels; ``sums_of``: the
     values summed over partners (``None``: counts only).  The selection tree runs over the
-    range's own label ranks.  ``arranged``: the events are in ``(kind, row)`` order already
-    (:func:`arrange`), so one stable sort by value orders them (``counting.sort_group``).
-    ``weights``: the events' row weights (counts are then float64 weight sums)."""
+    range's own label ranks.  ``arranged``: see :func:`range_order`; ``order``: that order,
+    when known (a Hessian pass's events are its value pass's).  ``weights``: the events' row
+    weights (counts are then float64 weight sums)."""
     n = values.shape[0]
     counts = np.zeros(n, dtype=np.int64 if weights is None else np.float64)
     sums = np.zeros(n)
@@ -237,21 +255,20 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
     n_levels, rank = label_ranks(labels)
     if n_levels < 2:
         return counts, sums
-    if arranged:
-        order = np.empty(n, dtype=np.int64)
-        sort_group(np.ascontiguousarray(values, dtype=np.float64), 0, n, order, *sort_scratch(n))
-    else:
-        kinds = np.where(is_p, 1 - q_kind(inclusive), q_kind(inclusive)).astype(np.int8)
-        order = event_order(values, kinds, rows)
+    if order is None:
+        order = range_order(values, is_p, rows, inclusive, arranged)
     with_sums = sums_of is not None
     tree = trees.selection_new(n_levels, n, with_sums, weights is not None)
-    args = (order, np.ascontiguousarray(is_p), rank,
-            np.ascontiguousarray(sums_of if with_sums else np.zeros(0), dtype=np.float64),
-            n_levels, with_sums, tree, counts, sums)
+    sorted_counts, sorted_sums = np.empty_like(counts), np.empty_like(sums)
+    args = (np.ascontiguousarray(is_p[order]), rank[order],
+            np.asarray(sums_of, dtype=np.float64)[order] if with_sums else np.zeros(0),
+            n_levels, with_sums, tree, sorted_counts, sorted_sums)
     if weights is None:
         _sweep_selection(*args)
     else:
-        _sweep_selection(*args, np.ascontiguousarray(weights, dtype=np.float64))
+        _sweep_selection(*args, np.asarray(weights, dtype=np.float64)[order])
+    counts[order] = sorted_counts
+    sums[order] = sorted_sums
     return counts, sums
 
 

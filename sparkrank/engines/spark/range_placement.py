@@ -70,6 +70,8 @@ class PassJob:
     task_of: dict  # block partition -> the task (partition of the pass's references) holding it
     step_plans: dict
     block_partitions: np.ndarray
+    owner: store.Owner  # the application's blocks directory on each host (range_tasks.order_file)
+    store_id: str
 
     @property
     def hist_task(self) -> int:
@@ -186,13 +188,14 @@ class RangePlacement:
             kept = KeptScores(next(self._ids), self._bounds(vector, plan), vector)
             values_id = None
         job = PassJob(plan, kept.bounds, kept.bounds[0].shape[0] + 1, self.buckets, kept.scores_id, values_id,
-                      self._row_start, self._tasks(), self._step_plans(), self._block_partitions)
+                      self._row_start, self._tasks(), self._step_plans(), self._block_partitions, engine.owner,
+                      engine.store_id)
         dropped, self._dropped = tuple(self._dropped), []
         refs = engine._pass_refs()
         with engine._broadcast(vector, kept.vector if plan.at_state else None) as (vector_bc, kept_bc):
             parts = refs.mapPartitions(range_tasks.route_task(job, vector_bc, kept_bc, dropped)) \
                 .partitionBy(job.hist_task + 1, int) \
-                .mapPartitionsWithIndex(range_tasks.middle_task(job)) \
+                .mapPartitionsWithIndex(range_tasks.middle_task(job, dropped)) \
                 .partitionBy(refs.getNumPartitions(), int) \
                 .mapPartitions(range_tasks.gathered_values)
             # zipped with the references, a final task runs where its blocks' reference is cached

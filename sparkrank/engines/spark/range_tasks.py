@@ -22,6 +22,7 @@ and its task computes ``X·v`` again from the pass's vectors (the same bits).
 
 from __future__ import annotations
 
+import glob
 import os
 from typing import Any
 
@@ -31,7 +32,7 @@ from ...io.spark.worker import worker_task
 from ...kernels import range_counts as rc
 from ...kernels.counting import PairCounts
 from ...numerics.linalg import matvec
-from .store import open_block
+from .store import app_dir, open_block
 from .tasks import add_dd, add_dd_lists, block_products
 
 #: Middle-stage record tags.
@@ -165,6 +166,42 @@ def _range_chunk(job, partition: int, start: int, p, keys, values, weights, rang
             *(None if a is None else a[positions] for a in (values, weights)))
 
 
+def order_file(job, scores_id: int, index: int | str) -> str:
+    """Where the middle task of range ``index`` keeps the order of its events at the scores
+    ``scores_id`` (beside the store's blocks on this host: removed with them; ``index`` ``"*"``:
+    the pattern of every range's)."""
+    return os.path.join(app_dir(job.owner), job.store_id, f"range-order-{scores_id}-{index}.npy")
+
+
+def _drop_orders(job, scores_ids: tuple[int, ...]) -> None:
+    for sid in scores_ids:
+        for path in glob.glob(order_file(job, sid, "*")):
+            try:
+                os.remove(path)
+            except FileNotFoundError:  # another task of this host removed it
+                pass
+
+
+def _events_order(job, index: int, values, is_p) -> np.ndarray:
+    """The order of range ``index``'s events: a Hessian pass's (``at_state``) is its value
+    pass's, the same events, kept in a file by that pass's task for this range when it ran on
+    this host (else sorted again: the same order); a squared hinge value pass, whose state
+    TRON's Hessian passes count at, keeps its order so."""
+    if job.plan.at_state:
+        try:
+            order = np.load(order_file(job, job.scores_id, index))
+            if order.shape[0] == values.shape[0]:
+                return order
+        except (FileNotFoundError, ValueError):  # another host's range, or a file cut short
+            pass
+    order = rc.range_order(values, is_p, None, job.plan.inclusive, arranged=True)
+    if job.plan.values == "scores":
+        path = order_file(job, job.scores_id, index)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _saved(path, order)
+    return order
+
+
 def _sweep_chunks(job, index: int, parts: list):
     """Range ``index``'s sweep over its blocks' chunks (:func:`_range_chunk`); yields each
     block's ``(task, (partition, (RANGE, index, counts, sums)))``, counts and sums in the chunk's
@@ -179,7 +216,7 @@ def _sweep_chunks(job, index: int, parts: list):
     sizes = [parts[i][4][at].shape[0] for i, at, _ in pieces]
     is_p = np.concatenate([np.full(n, take_p) for n, (_, _, take_p) in zip(sizes, pieces)])
     counts, sums = rc.sweep_range(values, is_p, None, keys, sums_of, job.plan.inclusive, arranged=True,
-                                  weights=weights)
+                                  weights=weights, order=_events_order(job, index, values, is_p))
     if counts.dtype == np.int64 and counts.shape[0] < 2 ** 31:  # at most the range's events: 4 bytes each
         counts = counts.astype(np.int32)
     ends = np.cumsum(sizes)
@@ -213,11 +250,14 @@ def _concat(parts: list, i: int):
     return None if arrays[0] is None else np.concatenate(arrays)
 
 
-def middle_task(job):
+def middle_task(job, dropped: tuple[int, ...]):
     """Stage 2, by partition: a range's sweep, a bucket's scan, or the histograms' sum; yields
-    ``(block partition, record)`` for the final stage."""
+    ``(block partition, record)`` for the final stage; a range's task first deletes the kept
+    orders of ``dropped`` (passes done with) on its host."""
 
     def task(index, records):
+        if index < job.n_ranges:
+            _drop_orders(job, dropped)
         parts = [value for _, value in records]
         if index == job.hist_task:
             hist = None
