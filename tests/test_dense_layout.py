@@ -22,7 +22,7 @@ from sparkrank.engines.local import LocalEngine
 from sparkrank.numerics.exact_sum import (add_split_steps, csr_tdot_dd, dd_add, dd_round, rmatvec_dd, rmatvec_dd_powers,
                                          rmatvec_dd_products, split_steps, step_starts, step_terms)
 from sparkrank.numerics.simd import SCORE_LANES
-from sparkrank.numerics.linalg import csr_dot, matvec
+from sparkrank.numerics.linalg import GATHER_ROWS, csr_dot, matvec
 from sparkrank.training import train
 
 from test_svmlight_threads import bits, letor_lines, write
@@ -359,6 +359,25 @@ def test_scores_are_summed_in_lane_order_on_both_layouts(drawn):
     assert np.array_equal(bits(matvec(X, v)), bits(expected))
     assert np.array_equal(bits(csr_dot(sp.csr_matrix(X), v)), bits(expected))
     np.testing.assert_allclose(matvec(X, v), X.astype(np.float64) @ v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("rows", [None, (0, 700), (1, 700), (255, 513), (300, 301), (600, 600)])
+def test_csr_scores_gathered_by_chunks_of_rows_are_the_lane_order_sums(rows):
+    """``csr_dot`` gathers ``v`` for :data:`GATHER_ROWS` rows at a time, then sums: rows of any
+    length (empty ones, one a chunk wide), explicit zeros, and row ranges that start and end
+    inside a chunk give the lane-order sums bit for bit."""
+    rng = np.random.default_rng(7)
+    m, n = 700, 40
+    X = random_matrix(rng, m, n, 0.3, np.float32)
+    X[rng.random(m) < 0.1] = 0.0  # empty rows
+    X[5, :] = rng.normal(size=n)  # a full row
+    csr = sp.csr_matrix(X)
+    csr.data[rng.random(csr.data.shape[0]) < 0.05] = 0.0  # explicit zeros: no term
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-8, 9, size=n)
+    a, b = (0, m) if rows is None else rows
+    expected = lane_order_scores(np.asarray(csr.todense())[a:b], v)
+    assert GATHER_ROWS < m
+    assert np.array_equal(bits(csr_dot(csr, v, rows)), bits(expected))
 
 
 def test_lane_order_scores_keep_nan_and_inf_and_zero_signs():

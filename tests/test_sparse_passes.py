@@ -176,6 +176,20 @@ def test_sparse_sums_add_as_the_dense_ones():
         assert all(np.array_equal(_bits(g), _bits(w)) for g, w in zip(got, want))
 
 
+@pytest.mark.parametrize("n_columns", [0, 1, 20, 300, 399, 400])
+def test_sparse_sums_round_as_the_dense_pair_sparse_or_nearly_full(n_columns):
+    """Few columns scatter into zeros, many are written in one sweep: ``dd_round`` of the dense
+    pair either way, first and last columns and ``-0.0`` sums included."""
+    rng = np.random.default_rng(n_columns)
+    n = 400
+    cols = np.sort(rng.choice(n, n_columns, replace=False)).astype(np.int32)
+    hi, lo = rng.normal(size=n_columns) * 1e3, rng.normal(size=n_columns) * 1e-14
+    if n_columns:
+        hi[0], lo[0] = -0.0, -0.0
+    sums = SparseSums(cols, hi, lo, n)
+    assert np.array_equal(_bits(sums.rounded()), _bits(dd_round(sums.dense())))
+
+
 @pytest.mark.parametrize("solver, options", [
     ("tron", {}),
     ("bmrm", {}),

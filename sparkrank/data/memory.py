@@ -75,9 +75,9 @@ SPARSE_BATCH_ENTRY_BYTES = 48
 #: an index and a double-double each) and a merge of two such.
 SPARSE_SHIPPED_COLUMN_BYTES = 2 * 72
 #: Dense float64 vectors of the full width the in-process engine and a solver hold at once
-#: (TRON: weights, gradient, step, residual, direction, Hessian product, preconditioner, a
-#: pass's three rounded column sums, and spares).
-SOLVER_VECTORS = 12
+#: (TRON in a value pass: weights, trial point, gradient, two diagonals, six CG vectors kept
+#: between solves, the pass's three rounded column sums).
+SOLVER_VECTORS = 14
 #: A Python worker before it holds any block: the interpreter, numpy, pyarrow, numba and the
 #: compiled kernels (measured: 0.12-0.20 GB resident on local[2]).
 WORKER_BASE_BYTES = 256 * MiB

@@ -21,21 +21,37 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
+#: Rows whose entries' ``v[j]`` :func:`_csr_dot` gathers into a buffer before summing them.
+GATHER_ROWS = 256
+
+
 @njit(cache=True, nogil=True)
 def _csr_dot(indptr, indices, data, v):
     # numerics/simd.py's order: entry j into lane j mod 8, lanes combined in a fixed tree
-    # (the same bits as row_dot_lanes on the dense row; CSR column indices ascend in a row)
+    # (the same bits as row_dot_lanes on the dense row; CSR column indices ascend in a row).
+    # Two phases per GATHER_ROWS rows: first every entry's v[j] into a buffer, a loop of
+    # independent loads whose cache misses overlap; then the lane sums from the buffer.  Summed
+    # while gathering, each miss waited behind the lane updates (2²⁴ hashed ids, 40 a row:
+    # 26 ns an entry against 15, one thread; the same bits).
     m = indptr.shape[0] - 1
     out = np.empty(m, dtype=np.float64)
     lanes = np.zeros(SCORE_LANES)
-    for i in range(m):
-        lanes[:] = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            x = np.float64(data[k])
-            if x != 0.0:  # an explicit zero is no term, as in a dense row
-                j = indices[k]
-                lanes[j % SCORE_LANES] += x * v[j]
-        out[i] = lane_total(lanes)
+    widest = 0
+    for a in range(0, m, GATHER_ROWS):
+        widest = max(widest, indptr[min(a + GATHER_ROWS, m)] - indptr[a])
+    gathered = np.empty(widest)
+    for a in range(0, m, GATHER_ROWS):
+        b = min(a + GATHER_ROWS, m)
+        base = indptr[a]
+        for k in range(base, indptr[b]):
+            gathered[k - base] = v[indices[k]]
+        for i in range(a, b):
+            lanes[:] = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                x = np.float64(data[k])
+                if x != 0.0:  # an explicit zero is no term, as in a dense row
+                    lanes[indices[k] % SCORE_LANES] += x * gathered[k - base]
+            out[i] = lane_total(lanes)
     return out
 
 

@@ -71,9 +71,19 @@ class SparseSums:
         return hi, lo
 
     def rounded(self) -> np.ndarray:
-        """``dd_round`` of :meth:`dense` (a ``(0, 0)`` column rounds to ``0.0``) without the dense pair."""
-        out = np.zeros(self.n_features)
-        out[self.columns] = self.hi + self.lo
+        """``dd_round`` of :meth:`dense` (a ``(0, 0)`` column rounds to ``0.0``) without the dense pair.
+
+        Columns covering more than 1/16 of the width are written in one sweep in order (the
+        zeros between them too): a zeroed array and a scatter of ``hi + lo`` into it fault
+        every page and write the width twice (2²⁴ ids, 91% touched: 145 ms against 60).
+        Fewer columns are scattered into ``np.zeros``, whose untouched pages are never
+        written.  The same ``hi + lo`` either way."""
+        if 16 * self.columns.shape[0] <= self.n_features:
+            out = np.zeros(self.n_features)
+            out[self.columns] = self.hi + self.lo
+            return out
+        out = np.empty(self.n_features)
+        _rounded_into(self.columns, self.hi, self.lo, out)
         return out
 
     def widened(self, n_features: int) -> "SparseSums":
@@ -89,6 +99,22 @@ class SparseSums:
         # most are (89% of a 100k-row block's, 200k rows x 40 ids of 2²⁴); columns stay one
         # array object, which pickle writes once for all the block's products
         return _unpacked_sums, (self.columns, _packed(self.hi), _packed(self.lo), self.n_features)
+
+
+@njit(cache=True, nogil=True)
+def _rounded_into(columns, hi, lo, out):
+    # out[columns[k]] = hi[k] + lo[k] and 0.0 elsewhere, written in order (columns ascending)
+    j = 0
+    for k in range(columns.shape[0]):
+        c = columns[k]
+        while j < c:
+            out[j] = 0.0
+            j += 1
+        out[c] = hi[k] + lo[k]
+        j = c + 1
+    while j < out.shape[0]:
+        out[j] = 0.0
+        j += 1
 
 
 def _packed(values: np.ndarray):

@@ -20,6 +20,7 @@ from ..data.block import DataError
 from ..engines.base import Engine, StateHandle
 from ..kernels.pair_weights import PairWeightKernel
 from ..numerics.same_bits import frozen_copy, same_bits
+from ..numerics.vectors import spread_diagonal
 
 
 class NonFiniteError(ValueError):
@@ -251,15 +252,20 @@ def hessian_diagonal_estimate(engine: Engine, w: np.ndarray, kernel, weight: flo
 def diagonal_from_moments(first: np.ndarray, second: np.ndarray, total: float, weight: float) -> np.ndarray:
     """:func:`hessian_diagonal_estimate` from the moments ``Σ_i a_i x_i``, ``Σ_i a_i x_i²`` and
     ``Σ_i a_i`` of the diagonal's weights (however the pass that summed them was run)."""
-    bad = np.flatnonzero(~(np.isfinite(second) & np.isfinite(first)))
-    if bad.size:
-        raise NonFiniteError(f"the Hessian diagonal overflows: Σ a·x² of feature {int(bad[0]) + 1} is "
-                             f"{float(second[bad[0]]):.3g}")
     if not total > 0:
+        bad = np.flatnonzero(~(np.isfinite(second) & np.isfinite(first)))
+        if bad.size:
+            _overflow(int(bad[0]), second)
         return np.ones(first.shape[0])
-    spread = second - first**2 / total
-    spread[~(spread > 1e-12 * second)] = 0.0  # cancellation noise, or non-finite
-    return 1.0 + weight * spread
+    diagonal, bad = spread_diagonal(first, second, total, weight)
+    if bad >= 0:
+        _overflow(bad, second)
+    return diagonal
+
+
+def _overflow(column: int, second: np.ndarray):
+    raise NonFiniteError(f"the Hessian diagonal overflows: Σ a·x² of feature {column + 1} is "
+                         f"{float(second[column]):.3g}")
 
 
 @dataclass
