@@ -101,22 +101,31 @@ def synthetic_svmlight(n_rows: int, n_features: int, *, rows_per_group: int = 12
     appended), so memory stays at one chunk; the file is what LIBLINEAR-ranksvm and sparkrank
     both read in ``bench/train_letor.py --whole-process``.
     """
+    source = synthetic_parquet(n_rows, n_features, rows_per_group=rows_per_group, n_levels=n_levels, seed=seed)
+
+    def six_decimals(batch):
+        # Six decimals, as LETOR files have (the shortest text of a float32 seen as a
+        # float64 has ~17 digits and would double the file and the parse for both programs).
+        return np.round(np.asarray(batch.column("features").flatten(), dtype=np.float64), 6).reshape(-1, n_features)
+
+    return svmlight_from_parquet(source, source.with_suffix(".letor.svm"), six_decimals, chunk)
+
+
+def svmlight_from_parquet(source: Path, path: Path, features_of, chunk: int) -> Path:
+    """``source``'s rows (``label``, ``qid`` and ``features_of(batch)``, a dense or scipy sparse
+    matrix) as SVMlight text at ``path``, written once (kept: later calls return it) chunk by
+    chunk through sparkrank's shortest-round-trip writer, so memory stays at one chunk."""
     import pyarrow.parquet as pq
 
     from sparkrank.data.svmlight import write_svmlight
 
-    source = synthetic_parquet(n_rows, n_features, rows_per_group=rows_per_group, n_levels=n_levels, seed=seed)
-    path = source.with_suffix(".letor.svm")
     if path.exists():
         return path
     t0 = time.perf_counter()
     tmp, piece = path.with_suffix(".svm.tmp"), path.with_suffix(".svm.piece")
     with open(tmp, "wb") as out:
         for batch in pq.ParquetFile(str(source)).iter_batches(batch_size=chunk):
-            # Six decimals, as LETOR files have (the shortest text of a float32 seen as a
-            # float64 has ~17 digits and would double the file and the parse for both programs).
-            X = np.round(np.asarray(batch.column("features").flatten(), dtype=np.float64), 6).reshape(-1, n_features)
-            write_svmlight(piece, X, batch.column("label").to_numpy(), batch.column("qid").to_numpy())
+            write_svmlight(piece, features_of(batch), batch.column("label").to_numpy(), batch.column("qid").to_numpy())
             out.write(piece.read_bytes())
     piece.unlink()
     tmp.rename(path)

@@ -2,7 +2,7 @@
 
     python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
                           [--dtype float32|float64] [--partitions P] [--compare-local]
-                          [--hashed] [--engine spark|local] [--workers N]
+                          [--hashed] [--engine spark|local] [--workers N] [--liblinear PATH/train]
 
 ``--hashed``: hashed sparse features instead, 2²⁴ feature ids, 40 non-zeros a row, query groups
 of ~50 rows (``--features``, ``--nnz-per-row``, ``--rows-per-group`` set them one by one);
@@ -10,7 +10,10 @@ results go to bench/results/scale_hashed.json (``_local`` for ``--engine local``
 local`` runs the same measurements on the in-process engine (build = reading the Parquet rows;
 no read-once bound).  ``--workers N``: on a standalone cluster of N workers started for the run on
 127.0.0.1 (``bench/_cluster.py``: real master and worker daemons; ``_clusterN`` in the file name),
-its executors' JVMs and Python workers counted in the memory.
+its executors' JVMs and Python workers counted in the memory.  ``--liblinear PATH``: also train
+the same set, written once as SVMlight text, with LIBLINEAR-ranksvm's ``train -s 8`` (the same C;
+with ``--max-iter``, stopped after as many TRON iterations; ``bench/_liblinear.py``), and print
+sparkrank's time and memory over LIBLINEAR's (``_vs_liblinear`` in the file name).
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
 (executor placement, groups of ~120 rows; ``--build direct``, the default and what
@@ -49,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _cluster import add_cluster_options, cluster_from_options  # noqa: E402
 from _common import growth_exponent, spark_setting, table, tree_cpu_seconds, write_result  # noqa: E402
+from _liblinear import run_liblinear, svmlight_copy  # noqa: E402
 from _synthetic import synthetic_parquet  # noqa: E402
 from _tree_memory import TreeMemorySampler  # noqa: E402
 from tree_peak import COLUMNS as PROCESS_COLUMNS  # noqa: E402
@@ -180,6 +184,9 @@ def main(argv=None) -> int:
                     help="also measure sparkrank train --engine local on the same file (peak memory, time)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_setting,
                     help="a Spark setting of the session (repeatable), e.g. spark.driver.maxResultSize=4g")
+    ap.add_argument("--liblinear", metavar="PATH",
+                    help="also train the same set, as SVMlight text, with LIBLINEAR-ranksvm's train -s 8 at this path "
+                         "(the same C and, with --max-iter, the same TRON iterations; bench/_liblinear.py)")
     add_cluster_options(ap, worker_memory="6g")
     args = ap.parse_args(argv)
     if args.hashed:
@@ -219,6 +226,10 @@ def run(args, spark, roots: list[int]) -> int:
     rows, processes = [], []
     for m in args.sizes:
         path = synthetic_parquet(m, args.features, nnz_per_row=args.nnz_per_row, rows_per_group=args.rows_per_group)
+        # LIBLINEAR first, while this process holds no engine (at 10M hashed rows the two together
+        # exceed 24 GiB: the kernel killed this process, which still held the fit's 16 GB)
+        liblinear = run_liblinear(args.liblinear, svmlight_copy(path, args.features), args.C, args.max_iter) \
+            if args.liblinear else None
         with TreeMemorySampler(also=roots) as mem:  # the build and the fit, not the measurements after it
             t0, cpu0 = time.perf_counter(), tree_cpu_seconds()
             source = open_source(str(path), spark=spark)
@@ -267,6 +278,12 @@ def run(args, spark, roots: list[int]) -> int:
                "objective": s["objective"], "converged": s["converged"],
                # every pass in order, to see the kinds and the first passes' warm-up (JVM JIT)
                "passes_in_order": [[kind, round(t, 4)] for kind, t in zip(counter.kinds, counter.seconds)]}
+        if liblinear is not None:
+            row.update(liblinear)
+            row["total_over_liblinear"] = row["total_s"] / row["liblinear_s"]
+            row["s_per_iter_over_liblinear"] = (None if row["liblinear_s_per_iter"] is None
+                                                else row["s_per_iter"] / row["liblinear_s_per_iter"])
+            row["peak_rss_over_liblinear"] = row["peak_rss_gb"] / row["liblinear_peak_rss_gb"]
         if args.compare_local:
             row.update(local_peak(path, args))
             row["peak_rss_over_local"] = row["peak_rss_gb"] / row["local_peak_rss_gb"]
@@ -286,12 +303,19 @@ def run(args, spark, roots: list[int]) -> int:
     else:
         e_pass = e_iter = None
     for r in rows:
+        if "total_over_liblinear" in r:
+            print(f"{r['rows']:,} rows: sparkrank {r['total_s']:.1f} s end to end, {r['s_per_iter']:.2f} s an iteration, "
+                  f"{r['peak_rss_gb']:.2f} GB; LIBLINEAR-ranksvm {r['liblinear_s']:.1f} s "
+                  f"({r['liblinear_iterations']} iterations{', stopped' if r['liblinear_stopped'] else ''}), "
+                  f"{r['liblinear_s_per_iter'] or float('nan'):.2f} s an iteration, {r['liblinear_peak_rss_gb']:.2f} GB: "
+                  f"{r['total_over_liblinear']:.3f}x its time, {r['peak_rss_over_liblinear']:.2f}x its memory")
         if "peak_rss_over_local" in r:
             print(f"{r['rows']:,} rows: Spark's process tree peaked at {r['peak_rss_gb']:.2f} GB resident "
                   f"({r['peak_pss_gb']:.2f} GB proportional), {r['peak_rss_over_local']:.2f}x the in-process "
                   f"engine's {r['local_peak_rss_gb']:.2f} GB")
     name = ("scale" if args.build == "direct" else "scale_shuffle") + ("_hashed" if args.nnz_per_row else "") \
-        + ("_local" if args.engine == "local" else "") + (f"_cluster{args.workers}" if args.workers else "")
+        + ("_local" if args.engine == "local" else "") + (f"_cluster{args.workers}" if args.workers else "") \
+        + ("_vs_liblinear" if args.liblinear else "")
     print(f"wrote {write_result(name, {'master': args.master, 'workers': args.workers, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
     return 0
 
