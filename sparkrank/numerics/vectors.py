@@ -32,9 +32,10 @@ def _spread_diagonal(first, second, total, weight, out):
 
 
 def spread_diagonal(first: np.ndarray, second: np.ndarray, total: float, weight: float) -> tuple[np.ndarray, int]:
-    """``(1 + weight·max-spread, first bad column or -1)`` of column moments ``Σ a x`` and ``Σ a x²``
-    over weights summing to ``total > 0`` (:func:`sparkrank.objectives.base.diagonal_from_moments`
-    says what it is); ``out`` is only meaningful when no column is bad."""
+    """``(diagonal, first bad column or -1)`` from column moments ``Σ a x`` and ``Σ a x²`` over
+    weights summing to ``total > 0``: ``1 + weight·spread`` per column
+    (:func:`sparkrank.objectives.base.diagonal_from_moments` says what it is); the diagonal
+    is meaningful only when no column's moments are non-finite (bad)."""
     out = np.empty(first.shape[0])
     bad = _spread_diagonal(np.ascontiguousarray(first, dtype=np.float64),
                            np.ascontiguousarray(second, dtype=np.float64), float(total), float(weight), out)
