@@ -14,6 +14,7 @@ import re
 import subprocess
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -53,10 +54,10 @@ def run_liblinear(binary: str, svm: Path, C: float, max_iter: int | None = None)
         cmd = [binary, "-s", "8", "-c", repr(C), "-e", "0.001", str(svm), str(Path(tmp) / "model")]
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        stamps, stopped, tail, objective = [], False, [], None
+        stamps, stopped, tail, objective = [], False, deque(maxlen=20), None
         with TreeMemorySampler(proc.pid, 0.1) as mem:
             for line in proc.stdout:
-                tail = (tail + [line])[-20:]
+                tail.append(line)
                 match = _ITER_LINE.match(line)
                 if match:
                     stamps.append(time.perf_counter() - t0)

@@ -225,14 +225,14 @@ def range_order(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray | None, i
     (:func:`arrange`), so one stable sort by value orders them (``counting.sort_group``) and
     ``rows`` is not read."""
     n = values.shape[0]
-    if arranged:
-        order = np.empty(n, dtype=np.int64)
-        if n:
-            sort_group(np.ascontiguousarray(values, dtype=np.float64), 0, n, order, *sort_scratch(n))
-    else:
+    dtype = np.int32 if n < 2 ** 31 else np.int64
+    if not arranged:
         kinds = np.where(is_p, 1 - q_kind(inclusive), q_kind(inclusive)).astype(np.int8)
-        order = event_order(values, kinds, rows)
-    return order.astype(np.int32) if n < 2 ** 31 else order
+        return event_order(values, kinds, rows).astype(dtype, copy=False)
+    order = np.empty(n, dtype=dtype)  # written by the sort: no int64 copy to narrow
+    if n:
+        sort_group(np.ascontiguousarray(values, dtype=np.float64), 0, n, order, *sort_scratch(n))
+    return order
 
 
 def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: np.ndarray,
@@ -260,7 +260,7 @@ def sweep_range(values: np.ndarray, is_p: np.ndarray, rows: np.ndarray, labels: 
     with_sums = sums_of is not None
     tree = trees.selection_new(n_levels, n, with_sums, weights is not None)
     sorted_counts, sorted_sums = np.empty_like(counts), np.empty_like(sums)
-    args = (np.ascontiguousarray(is_p[order]), rank[order],
+    args = (is_p[order], rank[order],
             np.asarray(sums_of, dtype=np.float64)[order] if with_sums else np.zeros(0),
             n_levels, with_sums, tree, sorted_counts, sorted_sums)
     if weights is None:

@@ -44,12 +44,17 @@ def scores_file(block_path: str, file_id: int) -> str:
     return os.path.join(block_path, f"range-{file_id}.npy")
 
 
-def _drop_files(block_path: str, file_ids: tuple[int, ...]) -> None:
-    for fid in file_ids:
+def _remove_quietly(paths) -> None:
+    """Delete these files; one already gone (another task of this host removed it) is no error."""
+    for path in paths:
         try:
-            os.remove(scores_file(block_path, fid))
+            os.remove(path)
         except FileNotFoundError:
             pass
+
+
+def _drop_files(block_path: str, file_ids: tuple[int, ...]) -> None:
+    _remove_quietly(scores_file(block_path, fid) for fid in file_ids)
 
 
 def sample_rows_task(n_sample: int, row_start: dict[int, int]):
@@ -174,12 +179,7 @@ def order_file(job, scores_id: int, index: int | str) -> str:
 
 
 def _drop_orders(job, scores_ids: tuple[int, ...]) -> None:
-    for sid in scores_ids:
-        for path in glob.glob(order_file(job, sid, "*")):
-            try:
-                os.remove(path)
-            except FileNotFoundError:  # another task of this host removed it
-                pass
+    _remove_quietly(path for sid in scores_ids for path in glob.glob(order_file(job, sid, "*")))
 
 
 def _events_order(job, index: int, values, is_p) -> np.ndarray:
