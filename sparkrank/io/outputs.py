@@ -179,21 +179,37 @@ def write_csv_dataframe(df, path: str, *, mode: str = "error") -> None:
 
 def write_via_local_file(out: str, write_local) -> None:
     """Write a file with ``write_local(local_path)`` and move it, atomically, to a path or URI."""
+    import contextlib
     import os
+    import secrets
     import tempfile
 
     from .fs import LOCAL, FileError
 
-    fd, tmp = tempfile.mkstemp(suffix=".sparkrank.tmp")
-    try:  # from the file's creation on: a signal during close must still remove it
-        os.close(fd)
+    # the name before the file, and the file made inside the try (tempfile.mkstemp's flags): a
+    # signal raised between the file's creation and its name's assignment (inside mkstemp, as
+    # it was) left the file behind; here the finally knows the name whenever the file can exist
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    tmp = None
+    try:
+        for _ in range(100):
+            tmp = os.path.join(tempfile.gettempdir(), f"tmp{secrets.token_hex(6)}.sparkrank.tmp")
+            try:
+                os.close(os.open(tmp, flags, 0o600))
+                break
+            except FileExistsError:  # another file's name (48 random bits): not ours to remove
+                tmp = None
+        else:
+            raise FileError(f"cannot write {out}", f"no free temporary name in {tempfile.gettempdir()}")
         try:
             write_local(tmp)
         except OSError as exc:  # the system's temporary directory is full: say which file it was for
             raise FileError(f"cannot write {out} (through {tmp})", exc.strerror or str(exc), exc.errno) from None
         filesystem(out).write_bytes(out, LOCAL.read_bytes(tmp))
     finally:
-        os.remove(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):  # a signal before os.open made it
+                os.remove(tmp)
 
 
 def write_parquet_file(path: str, names: Sequence[str], columns: Sequence[list]) -> None:
