@@ -240,7 +240,16 @@ def test_a_pass_over_2_24_columns_allocates_nnz_plus_n_not_tiles_times_n(monkeyp
     assert peak <= 3 * 8 * n + 400 * nnz + (16 << 20), f"peak {peak / 2**20:.0f} MiB"
 
 
-def test_spark_gives_the_local_model_on_hashed_features(spark, tmp_path):
+@pytest.mark.parametrize("merge", ["tree", "columns"])
+def test_spark_gives_the_local_model_on_hashed_features(spark, tmp_path, monkeypatch, merge):
+    """Through ``treeAggregate`` (these blocks' sparse sums are small) and through the column-sliced
+    merge (forced: ``engines/spark/column_merge.py``): every pass kind gives the local bits."""
+    from sparkrank.engines.spark import building
+    from sparkrank.kernels.losses import SupportPairDiagonalKernel
+    from sparkrank.objectives.base import hessian_diagonal_estimate
+
+    if merge == "columns":
+        monkeypatch.setattr(building, "merge_slices", lambda *args, **kwargs: 3)
     data = hashed(600, 1 << 20, 20, 12, seed=9)
     X = data.X
     lines = []
@@ -251,13 +260,24 @@ def test_spark_gives_the_local_model_on_hashed_features(spark, tmp_path):
     path = tmp_path / "hashed.svm"
     path.write_text("\n".join(lines) + "\n")
     local_data = read_ranking_data(str(path))
+    w = np.random.default_rng(10).normal(size=X.shape[1])
     for solver in ("tron", "bmrm"):
         kw = dict(solver=solver, C=1.0, max_iter=4)
         with LocalEngine(local_data, threads=2) as engine:
             assert engine.sparse
             local = train(engine, **kw)
+            if solver == "tron":
+                local_diagonal = hessian_diagonal_estimate(engine, w, SupportPairDiagonalKernel(), 1.0)
+                local_stats = engine.feature_statistics()
         with make_engine(open_source(str(path), spark=spark), "spark", spark=spark, num_partitions=3) as engine:
+            assert (engine._merge_slices(engine._pass_refs().getNumPartitions()) > 0) == (merge == "columns")
             distributed = train(engine, **kw)
+            if solver == "tron":
+                diagonal = hessian_diagonal_estimate(engine, w, SupportPairDiagonalKernel(), 1.0)
+                assert np.array_equal(_bits(diagonal), _bits(local_diagonal))
+                stats = engine.feature_statistics()
+                for name in ("mean", "m2", "min", "max"):
+                    assert np.array_equal(_bits(getattr(stats, name)), _bits(getattr(local_stats, name))), name
         assert np.array_equal(_bits(distributed.weights), _bits(local.weights)), solver
 
 

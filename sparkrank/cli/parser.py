@@ -218,7 +218,8 @@ def _add_engine(p: argparse.ArgumentParser) -> None:
                         "executors: RankSVM L1/L2, local master)")
     g.add_argument("--aggregation-depth", type=POSITIVE_INT, metavar="D",
                    help="Spark: treeAggregate depth of a pass's sums (default: 1, one stage per pass, unless "
-                        "partitions x features exceed ~700k; then 2)")
+                        "partitions x features exceed ~700k; then the executors add the sums up by slices of "
+                        "columns, and the driver gets each column once)")
     g.add_argument("--driver-memory", help="Spark driver memory for the embedded session, e.g. 8g")
     g.add_argument("--conf", type=spark_setting, action="append", metavar="KEY=VALUE",
                    help="a Spark setting for the embedded session, as spark-submit's --conf (repeatable), e.g. "

@@ -63,7 +63,8 @@ class LinearRanker(Estimator, LinearRankerParams, DefaultParamsReadable, Default
     kernelPlacement : str
         One of :data:`sparkrank.choices.PLACEMENTS`.
     aggregationDepth : int, optional
-        ``treeAggregate`` depth (default: :func:`sparkrank.engines.spark.auto_aggregation_depth`).
+        ``treeAggregate`` depth (default: 1, or the column-sliced merge for wide sums:
+        :func:`sparkrank.engines.spark.building.merge_slices`).
     numPartitions : int, optional
     standardization : str
         One of :data:`sparkrank.choices.STANDARDIZATIONS`: exact per-feature scaling during training (``sparkrank.standardization``); the model

@@ -105,7 +105,7 @@ class LinearRankerParams(HasFeaturesCol, HasLabelCol, HasPredictionCol):
     aggregationDepth: Param[int] = Param(
         Params._dummy(), "aggregationDepth",
         "treeAggregate depth of a pass's sums (default: 1 unless the blocks' partial sums would crowd the driver, "
-        "then 2)", typeConverter=_positive_int("aggregationDepth"))
+        "then the executors add them up by slices of columns)", typeConverter=_positive_int("aggregationDepth"))
     numPartitions: Param[int] = Param(
         Params._dummy(), "numPartitions", "blocks to build (default: the default parallelism)",
         typeConverter=_positive_int("numPartitions"))

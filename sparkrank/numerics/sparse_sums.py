@@ -98,7 +98,7 @@ class SparseSums:
         # is smaller: a column's lo is 0 unless two of its steps added terms, so on hashed ids
         # most are (89% of a 100k-row block's, 200k rows x 40 ids of 2²⁴); columns stay one
         # array object, which pickle writes once for all the block's products
-        return _unpacked_sums, (self.columns, _packed(self.hi), _packed(self.lo), self.n_features)
+        return _unpacked_sums, (self.columns, packed_values(self.hi), packed_values(self.lo), self.n_features)
 
 
 @njit(cache=True, nogil=True)
@@ -117,7 +117,7 @@ def _rounded_into(columns, hi, lo, out):
         j += 1
 
 
-def _packed(values: np.ndarray):
+def packed_values(values: np.ndarray):
     """``values`` (float64), or ``(size, positions, entries)`` of its entries whose bits are not
     all zero (``-0.0`` is kept) when those take fewer bytes (an int32 position and a float64 each)."""
     nonzero = np.flatnonzero(np.ascontiguousarray(values).view(np.int64))
@@ -126,7 +126,8 @@ def _packed(values: np.ndarray):
     return values.shape[0], nonzero.astype(np.int32), values[nonzero]
 
 
-def _unpacked(packed) -> np.ndarray:
+def unpacked_values(packed) -> np.ndarray:
+    """The float64 array that :func:`packed_values` packed."""
     if isinstance(packed, np.ndarray):
         return packed
     size, positions, entries = packed
@@ -136,7 +137,7 @@ def _unpacked(packed) -> np.ndarray:
 
 
 def _unpacked_sums(columns, hi, lo, n_features) -> SparseSums:
-    return SparseSums(columns, _unpacked(hi), _unpacked(lo), n_features)
+    return SparseSums(columns, unpacked_values(hi), unpacked_values(lo), n_features)
 
 
 @njit(cache=True, nogil=True)

@@ -9,11 +9,10 @@ Two placements of the score-space kernel (docs/design.md §2):
 * ``driver`` (the default for one global ranking): the driver gathers the scores ``X·w``, runs the
   kernel, broadcasts ``c``; executors compute ``Xᵀc``, ``treeAggregate`` sums.  ``range``: range_placement.py.
 
-Every pass sends the vector inside its tasks (up to :data:`INLINE_ARRAY_BYTES`) or as a
-broadcast destroyed afterwards (Spark ML's ``RDDLossFunction``), and runs one task per block, or
-on a local master a few tasks per core over several blocks each (:meth:`SparkEngine._pass_refs`).
-Blocks live as memory-mapped files on the executors (``store.py``), built by the engine's
-:class:`~sparkrank.engines.spark.building.StoreBuilding` half (``building.py``).
+A pass sends the vector inside its tasks (up to :data:`INLINE_ARRAY_BYTES`) or as a broadcast
+destroyed afterwards (Spark ML's ``RDDLossFunction``), runs a task per block (:meth:`~SparkEngine._pass_refs`),
+and adds wide column sums up by slices on the executors (``column_merge.py``).  Blocks are
+memory-mapped files on the executors (``store.py``), built by :class:`~.building.StoreBuilding`.
 
 Failures: a lost executor's blocks come back through the cached references' lineage and
 its kept states through their recipes; a task that finds no block file makes the engine
@@ -45,7 +44,7 @@ from ...kernels.base import ScoreKernel
 from ...numerics.exact_sum import add_split_steps, dd_round
 from .. import tiles
 from ..base import ColumnMoments, DataSummary, Engine, PassResult, StateHandle
-from . import kernel_state, sizing, store, tasks
+from . import column_merge, kernel_state, sizing, store, tasks
 from .placements import checked_placement
 from .building import DRIVER_PARTIALS_ENTRIES, StoreBuilding, auto_aggregation_depth  # noqa: F401 - its names
 from .progress import job_progress
@@ -88,12 +87,6 @@ LOCAL_TASKS_PER_CORE = 2
 INLINE_ARRAY_BYTES = 64 << 10
 
 
-def is_inline(value) -> bool:
-    """Whether :meth:`SparkEngine._broadcast` sends ``value`` inside the tasks (a numpy array of at
-    most :data:`INLINE_ARRAY_BYTES`) rather than as a broadcast."""
-    return isinstance(value, np.ndarray) and value.nbytes <= INLINE_ARRAY_BYTES
-
-
 class SparkEngine(StoreBuilding, Engine):
     """Runs passes over a Spark DataFrame of ranking rows.
 
@@ -114,8 +107,8 @@ class SparkEngine(StoreBuilding, Engine):
     dtype : float64 or float32
         Feature storage precision on the executors.
     aggregation_depth : int, optional
-        Depth of ``treeAggregate``; default :func:`auto_aggregation_depth` (1, one stage per
-        pass, unless the blocks' partial sums would crowd the driver).
+        Depth of ``treeAggregate``; default 1 (one stage per pass), or, where the blocks' partial
+        sums would crowd the driver, the column-sliced merge (:mod:`.column_merge`).
     n_features : int, optional
         Feature count (default: the largest index seen + 1).
     drop_invalid_rows : bool
@@ -308,7 +301,8 @@ class SparkEngine(StoreBuilding, Engine):
         when the pass is done, as Spark ML's ``RDDLossFunction`` does, except that an array of at
         most :data:`INLINE_ARRAY_BYTES` travels inside the tasks themselves
         (:class:`~sparkrank.engines.spark.store.InlineValue`; ``None`` stays ``None``)."""
-        handles = [None if v is None else tasks.InlineValue(v) if is_inline(v) else self.sc.broadcast(v)
+        handles = [None if v is None else tasks.InlineValue(v)
+                   if isinstance(v, np.ndarray) and v.nbytes <= INLINE_ARRAY_BYTES else self.sc.broadcast(v)
                    for v in values]
         try:
             yield handles
@@ -329,11 +323,16 @@ class SparkEngine(StoreBuilding, Engine):
             self._coalesced = self._refs_rdd.coalesce(tasks)
         return self._coalesced
 
-    def _tree_sum(self, task, combine):
-        """``task`` over every block reference, its outputs merged by ``treeAggregate``."""
+    def _tree_sum(self, task, combine, layout: column_merge.SumLayout | None = None, rounded: bool = False):
+        """``task``'s outputs over every block added up by ``treeAggregate``, or by the column-sliced
+        merge where ``layout`` has wide column sums (``rounded``: as :func:`~.tasks.rounded_sums`)."""
         refs = self._pass_refs()
+        outputs = refs.mapPartitions(task)
+        slices = 0 if layout is None else self._merge_slices(refs.getNumPartitions())
+        if slices:
+            return column_merge.column_merged(outputs, layout, self.n_features, slices, rounded)
         depth = self.aggregation_depth or auto_aggregation_depth(refs.getNumPartitions(), self.n_features)
-        return refs.mapPartitions(task).treeAggregate(None, combine, combine, depth=depth)
+        return outputs.treeAggregate(None, combine, combine, depth=depth)
 
     def _gather_scores(self, bw) -> np.ndarray:
         """Driver placement: ``X·w`` of all rows in block order (``bw``: the broadcast ``w``)."""
@@ -348,7 +347,7 @@ class SparkEngine(StoreBuilding, Engine):
         with self._broadcast(vector, recipe if replay else None) as (bw, recipe_bc):
             task = tasks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc,
                                              self.tile_bytes)
-            total = self._tree_sum(task, tasks.add_pair)
+            total = self._tree_sum(task, tasks.add_pair, tasks.PASS_SUMS, rounded=True)
         if isinstance(total, kernel_state.MissingStates):
             if out_id is not None:  # states some partitions wrote in this failed attempt
                 self._released.append(out_id)
@@ -418,7 +417,7 @@ class SparkEngine(StoreBuilding, Engine):
         with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
                 total = self._tree_sum(tasks.column_moments_task(bw, kernel, self.n_features, self.tile_bytes),
-                                       tasks.add_moments)
+                                       tasks.add_moments, tasks.MOMENT_SUMS, rounded=True)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
                 first, second = self._driver_products([(result.coef, 1), (result.coef, 2)])
@@ -458,7 +457,8 @@ class SparkEngine(StoreBuilding, Engine):
         if totals is None or totals.count == 0:
             return FeatureStatistics.empty(self.n_features)
         with self._broadcast(totals.mean()) as (mean,):
-            squares = self._tree_sum(tasks.centred_squares_task(mean, self.n_features), tasks.add_dd)
+            squares = self._tree_sum(tasks.centred_squares_task(mean, self.n_features), tasks.add_dd,
+                                     tasks.COLUMN_SUMS)
         return FeatureStatistics.from_totals(totals.padded(self.n_features), tasks.dense_sums(squares))
 
     def data_digest(self):

@@ -106,13 +106,27 @@ def default_partitions(session: SessionMemory, shape: DataShape | None, minimum:
     return parts
 
 
-def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_features: int, placement: str) -> None:
-    """Refuse, in one line naming the setting, passes that cannot fit (see the module docstring)."""
+def column_merge_bytes(n_features: int, slices: int) -> tuple[int, int]:
+    """``(to the driver, a slice's sums)`` of a pass whose sums the column-sliced merge
+    (:mod:`.column_merge`) adds up in ``slices`` slices: the driver gets each column's rounded sums
+    once; a slice's task holds its slice's double-doubles and one task's piece of them (the two
+    that :func:`~sparkrank.data.memory.check_worker` counts)."""
+    width = -(-n_features // max(slices, 1))
+    return memory.PARTIAL_FEATURE_BYTES // 2 * n_features, memory.PARTIAL_FEATURE_BYTES * width
+
+
+def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_features: int, placement: str,
+                 slices: int = 0) -> None:
+    """Refuse, in one line naming the setting, passes that cannot fit (see the module docstring);
+    ``slices``: those of the column-sliced merge of an executor pass's sums (0: ``treeAggregate``)."""
     built = [r for r in refs if r.n_rows]
     nnz = [int(r.nnz) for r in built]
     to_driver, per_task = memory.pass_result_bytes(n_features, nnz, tasks, depth)
     block_partial = max((memory.block_partial_bytes(n_features, z) for z in nnz), default=0)
-    memory.check_worker(n_features, max(per_task, block_partial), session.budget)
+    per_slice = 0
+    if slices:
+        to_driver, per_slice = column_merge_bytes(n_features, slices)
+    memory.check_worker(n_features, max(per_task, block_partial, per_slice), session.budget)
     if placement == "executor":
         what = f"a pass over {n_features:,} features ({tasks} tasks' partial sums)"
         memory.check_driver_results(to_driver, what, session.max_result_size, session.heap_bytes,

@@ -19,6 +19,7 @@ from ...numerics.exact_sum import DoubleDouble, dd_add, dd_round, rmatvec_dd_pro
 from ...numerics.linalg import matvec
 from ...numerics.sparse_sums import SparseSums, add_into_dense, add_sparse
 from ..tiles import fused_pass, stats_sum
+from .column_merge import SumLayout
 from .kernel_state import MissingStates, drop_states, read_state, replay_state, write_state
 from .store import block_tiles, open_block
 
@@ -227,7 +228,10 @@ def _padded(dd: DoubleDouble | SparseSums, n_features: int):
 
 
 def rounded_sums(dd) -> np.ndarray:
-    """``dd_round(dense_sums(dd))`` without the dense double-double of a :class:`SparseSums`."""
+    """``dd_round(dense_sums(dd))`` without the dense double-double of a :class:`SparseSums`; a
+    float64 vector is already rounded (the column-sliced merge rounds on the executors)."""
+    if isinstance(dd, np.ndarray):
+        return dd
     return dd.rounded() if isinstance(dd, SparseSums) else dd_round(dd)
 
 
@@ -288,6 +292,26 @@ def add_pair(a: Any, b: Any):
         return MissingStates(frozenset().union(*parts))
     moments = add_dd_lists(a[3], b[3])
     return add_dd(a[0], b[0]), add_dd(a[1], b[1]), a[2] + b[2], moments
+
+
+def _take_pass_sums(output):
+    if isinstance(output, MissingStates):
+        return output, []
+    stats, grad, counts, moments = output
+    return (stats, None, counts, None), [grad, *(moments or [])]
+
+
+def _put_pass_sums(rest, sums):
+    stats, _, counts, _ = rest
+    return stats, sums[0] if sums else None, counts, list(sums[1:]) or None
+
+
+#: Where :func:`executor_pass_task`'s, :func:`column_moments_task`'s and :func:`centred_squares_task`'s
+#: outputs keep their column sums (:mod:`.column_merge`).
+PASS_SUMS = SumLayout(add_pair, _take_pass_sums, _put_pass_sums, add_dd, rounded_sums)
+MOMENT_SUMS = SumLayout(add_moments, lambda o: ((o[0], None, None, o[3]), [o[1], o[2]]),
+                        lambda rest, sums: (rest[0], sums[0], sums[1], rest[3]), add_dd, rounded_sums)
+COLUMN_SUMS = SumLayout(add_dd, lambda o: (None, [o]), lambda rest, sums: sums[0], add_dd, rounded_sums)
 
 
 def column_totals_task():
