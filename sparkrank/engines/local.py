@@ -21,11 +21,11 @@ from ..kernels.base import KernelResult, ScoreKernel
 from ..numerics.exact_sum import dd_add, dd_round, rmatvec_dd_products, step_boundary, step_starts
 from ..numerics.linalg import matvec
 from ..numerics.same_bits import is_frozen, same_bits
-from ..numerics.sparse_sums import ColumnSums, TileSumBuffers, sum_batches
+from ..numerics.sparse_sums import ColumnSums, TileSumBuffers
 from ..numerics.tile_columns import tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
-from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, tile_pass
+from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, summed_batches, tile_pass
 
 
 class RememberedScores:
@@ -180,15 +180,8 @@ class LocalEngine(Engine):
             return tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh,
                              buffers, slot)
 
-        results, last = [], None
-        expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
-        widths, block_width = [t.columns.width for t in self._tiles], self._tiles[0].columns.block.columns.shape[0]
-        for a, b in sum_batches(widths, max(1, expected), self.threads, block_width):
-            batch = self._runner.map(lambda k: one_tile(k, k - a), range(a, b))
-            accumulator.add_batch([t.columns for t in self._tiles[a:b]], [sums for _, _, sums in batch],
-                                  self._runner.map, self.threads)
-            results.extend(result for result, _, _ in batch)
-            last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
+        results, last = summed_batches(self._tiles, kernel, powers, one_tile, accumulator, self._runner.map,
+                                       self.threads)
         if fresh and (whole is not None or states is None):
             self._scores.keep(v, scores)
         if whole is not None:

@@ -143,19 +143,35 @@ def _sparse_fused_pass(X, tiles: Sequence[Tile], v, kernel: ScoreKernel, states,
     # columns, then the batch's added into the block's accumulator in tile order
     # (ColumnSums.add_batch): SparseSums over the block's columns, the dense sums' bits
     accumulator, buffers = ColumnSums(tiles[0].columns.block), TileSumBuffers()
-    results, last = [], None
-    expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
-    block_width = tiles[0].columns.block.columns.shape[0]
-    for a, b in sum_batches([t.columns.width for t in tiles], max(1, expected), 1, block_width):
-        batch = [tile_pass(X, tiles[k], v, kernel, None if states is None else states[k], powers, scores, fresh,
-                           buffers, k - a) for k in range(a, b)]
-        accumulator.add_batch([t.columns for t in tiles[a:b]], [sums for _, _, sums in batch])
-        results.extend(result for result, _, _ in batch)
-        last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
+
+    def one_tile(k: int, slot: int):
+        return tile_pass(X, tiles[k], v, kernel, None if states is None else states[k], powers, scores, fresh,
+                         buffers, slot)
+
+    results, last = summed_batches(tiles, kernel, powers, one_tile, accumulator)
     if accumulator.sums() is None:
         return results, [None] * len(powers), None
     coef_parts, moments = split_products(last, powers, accumulator.sums())
     return results, (list(coef_parts) if coef_parts is not None else [None] * len(powers)), moments
+
+
+def summed_batches(tiles: Sequence[Tile], kernel: ScoreKernel, powers: tuple[int, ...], one_tile: Callable,
+                   accumulator: ColumnSums, map_=None, threads: int = 1) -> tuple[list, KernelResult | None]:
+    """A sparse pass's tiles batch by batch (:func:`~sparkrank.numerics.sparse_sums.sum_batches`):
+    ``one_tile(k, slot)`` (:func:`tile_pass`'s triple for tile ``k``, its sums in the batch's buffer
+    ``slot``) over each batch, on ``map_`` (``ThreadRunner.map``; ``None``: in turn), then the batch's
+    sums added into ``accumulator`` in tile order over ``threads`` ranges of columns.  Returns the
+    tiles' results without coefficients and the last result with them that had sums."""
+    run = map_ or (lambda f, ks: [f(k) for k in ks])
+    expected = len(powers) + (2 if getattr(kernel, "with_diagonal", False) else 0)
+    block_width = tiles[0].columns.block.columns.shape[0]
+    results, last = [], None
+    for a, b in sum_batches([t.columns.width for t in tiles], max(1, expected), threads, block_width):
+        batch = run(lambda k: one_tile(k, k - a), range(a, b))
+        accumulator.add_batch([t.columns for t in tiles[a:b]], [sums for _, _, sums in batch], map_, threads)
+        results.extend(result for result, _, _ in batch)
+        last = next((r for _, r, sums in reversed(batch) if sums is not None), last)
+    return results, last
 
 
 def tile_pass(X, tile: Tile, v: np.ndarray, kernel: ScoreKernel, state, powers: tuple[int, ...],
