@@ -3,6 +3,7 @@
     python bench/scale.py [--sizes 1000000 3000000 10000000] [--master local[2]] [--build direct|shuffle]
                           [--dtype float32|float64] [--partitions P] [--compare-local]
                           [--hashed] [--engine spark|local] [--workers N] [--liblinear PATH/train]
+                          [--aggregation-depth D] [--out NAME]
 
 ``--hashed``: hashed sparse features instead, 2²⁴ feature ids, 40 non-zeros a row, query groups
 of ~50 rows (``--features``, ``--nnz-per-row``, ``--rows-per-group`` set them one by one);
@@ -14,6 +15,8 @@ its executors' JVMs and Python workers counted in the memory.  ``--liblinear PAT
 the same set, written once as SVMlight text, with LIBLINEAR-ranksvm's ``train -s 8`` (the same C;
 with ``--max-iter``, stopped after as many TRON iterations; ``bench/_liblinear.py``), and print
 sparkrank's time and memory over LIBLINEAR's (``_vs_liblinear`` in the file name).
+``--aggregation-depth D``: every pass's sums through ``treeAggregate`` at depth D instead of the
+engine's choice (the column-sliced merge for wide sums); ``--out NAME``: the result file's name.
 
 For each size: write (once, chunked) a synthetic Parquet set, build the Spark blocks
 (executor placement, groups of ~120 rows; ``--build direct``, the default and what
@@ -172,6 +175,9 @@ def main(argv=None) -> int:
     ap.add_argument("--C", type=float, default=1e-3)
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--driver-memory", default=None, help="spark.driver.memory (default: Spark's, 1g)")
+    ap.add_argument("--aggregation-depth", type=int, default=None,
+                    help="Spark: treeAggregate at this depth for every pass (default: the engine's choice)")
+    ap.add_argument("--out", default=None, help="result file name in bench/results (default: from the options)")
     ap.add_argument("--build", choices=("direct", "shuffle"), default="direct",
                     help="direct: blocks read straight from the Parquet row groups (what `sparkrank train` "
                          "does for a plain local Parquet input); shuffle: rows shuffled by qid in the JVM")
@@ -239,6 +245,7 @@ def run(args, spark, roots: list[int]) -> int:
                 df, cols = source.dataframe(spark)
                 engine = SparkEngine(df, label_col=cols.label, qid_col=cols.qid, features_col=cols.features,
                                      placement="executor", num_partitions=args.partitions,
+                                     aggregation_depth=args.aggregation_depth,
                                      dtype=np.dtype(args.dtype).type, n_features=args.features,
                                      parquet_files=source.local_parquet_files() if args.build == "direct" else None)
             build, build_cpu = time.perf_counter() - t0, tree_cpu_seconds() - cpu0
@@ -264,6 +271,7 @@ def run(args, spark, roots: list[int]) -> int:
         hessian = counter.median_of("SquaredHingeHessianKernel")
         value = counter.median_of("SquaredHingeDiagonalKernel") or counter.median_of("SquaredHingeKernel")
         row = {"rows": m, "engine": args.engine, "features": args.features, "nnz_per_row": args.nnz_per_row,
+               "aggregation_depth": args.aggregation_depth,
                "build": args.build, "dtype": args.dtype, "partitions": len(getattr(engine, "refs", [None])),
                "build_s": build, "build_cpu_s": build_cpu,
                "iterations": s["iterations"], "passes": counter.passes, "train_s": s["seconds"], "train_cpu_s": train_cpu,
@@ -313,7 +321,7 @@ def run(args, spark, roots: list[int]) -> int:
             print(f"{r['rows']:,} rows: Spark's process tree peaked at {r['peak_rss_gb']:.2f} GB resident "
                   f"({r['peak_pss_gb']:.2f} GB proportional), {r['peak_rss_over_local']:.2f}x the in-process "
                   f"engine's {r['local_peak_rss_gb']:.2f} GB")
-    name = ("scale" if args.build == "direct" else "scale_shuffle") + ("_hashed" if args.nnz_per_row else "") \
+    name = args.out or ("scale" if args.build == "direct" else "scale_shuffle") + ("_hashed" if args.nnz_per_row else "") \
         + ("_local" if args.engine == "local" else "") + (f"_cluster{args.workers}" if args.workers else "") \
         + ("_vs_liblinear" if args.liblinear else "")
     print(f"wrote {write_result(name, {'master': args.master, 'workers': args.workers, 'load_average_1min': os.getloadavg()[0], 'rows': rows, 'processes': processes, 'exponent_per_pass': e_pass, 'exponent_per_iter': e_iter})}")
