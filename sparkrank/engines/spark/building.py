@@ -16,7 +16,7 @@ import numpy as np
 
 from ...data.block import INVALID_ROWS, DataError
 from ...data.groups import QueryGroups
-from ...data.memory import PARTIAL_FEATURE_BYTES, MemoryBudgetError, pass_result_bytes
+from ...data.memory import MemoryBudgetError, pass_result_bytes
 from ...data.weights import GroupWeightError
 from ..base import DataSummary
 from . import column_merge, sizing, store, tasks
@@ -77,7 +77,7 @@ def merge_slices(n_partitions: int, n_features: int, parallelism: int, depth: in
     7.5–10 s / 1.9–3.1 s merged against 5.3–8.2 s / 1.4–2.1 s."""
     if depth is not None or auto_aggregation_depth(n_partitions, n_features) == 1:
         return 0
-    if tree_bytes <= 2 * (PARTIAL_FEATURE_BYTES // 2) * n_features:
+    if tree_bytes <= 2 * sizing.merged_sums_bytes(n_features):
         return 0
     return column_merge.slice_count(n_features, parallelism, worker_bytes)
 

@@ -323,14 +323,17 @@ class SparkEngine(StoreBuilding, Engine):
             self._coalesced = self._refs_rdd.coalesce(tasks)
         return self._coalesced
 
-    def _tree_sum(self, task, combine, layout: column_merge.SumLayout | None = None, rounded: bool = False):
-        """``task``'s outputs over every block added up by ``treeAggregate``, or by the column-sliced
-        merge where ``layout`` has wide column sums (``rounded``: as :func:`~.tasks.rounded_sums`)."""
+    def _tree_sum(self, task, sums, rounded: bool = False):
+        """``task``'s outputs over every block added up by ``treeAggregate`` with the combiner ``sums``,
+        or, when ``sums`` is a :class:`~.column_merge.SumLayout` whose column sums are wide, by the
+        column-sliced merge (``rounded``: they come back rounded, as :func:`~.tasks.rounded_sums`)."""
         refs = self._pass_refs()
         outputs = refs.mapPartitions(task)
+        layout = sums if isinstance(sums, column_merge.SumLayout) else None
         slices = 0 if layout is None else self._merge_slices(refs.getNumPartitions())
         if slices:
             return column_merge.column_merged(outputs, layout, self.n_features, slices, rounded)
+        combine = sums if layout is None else layout.combine
         depth = self.aggregation_depth or auto_aggregation_depth(refs.getNumPartitions(), self.n_features)
         return outputs.treeAggregate(None, combine, combine, depth=depth)
 
@@ -347,7 +350,7 @@ class SparkEngine(StoreBuilding, Engine):
         with self._broadcast(vector, recipe if replay else None) as (bw, recipe_bc):
             task = tasks.executor_pass_task(bw, kernel, self.n_features, in_id, out_id, released, recipe_bc,
                                              self.tile_bytes)
-            total = self._tree_sum(task, tasks.add_pair, tasks.PASS_SUMS, rounded=True)
+            total = self._tree_sum(task, tasks.PASS_SUMS, rounded=True)
         if isinstance(total, kernel_state.MissingStates):
             if out_id is not None:  # states some partitions wrote in this failed attempt
                 self._released.append(out_id)
@@ -417,7 +420,7 @@ class SparkEngine(StoreBuilding, Engine):
         with self._broadcast(vector) as (bw,):
             if self.placement == "executor":
                 total = self._tree_sum(tasks.column_moments_task(bw, kernel, self.n_features, self.tile_bytes),
-                                       tasks.add_moments, tasks.MOMENT_SUMS, rounded=True)
+                                       tasks.MOMENT_SUMS, rounded=True)
             else:
                 result = kernel(self.groups, self._gather_scores(bw), None)
                 first, second = self._driver_products([(result.coef, 1), (result.coef, 2)])
@@ -457,8 +460,7 @@ class SparkEngine(StoreBuilding, Engine):
         if totals is None or totals.count == 0:
             return FeatureStatistics.empty(self.n_features)
         with self._broadcast(totals.mean()) as (mean,):
-            squares = self._tree_sum(tasks.centred_squares_task(mean, self.n_features), tasks.add_dd,
-                                     tasks.COLUMN_SUMS)
+            squares = self._tree_sum(tasks.centred_squares_task(mean, self.n_features), tasks.COLUMN_SUMS)
         return FeatureStatistics.from_totals(totals.padded(self.n_features), tasks.dense_sums(squares))
 
     def data_digest(self):

@@ -112,7 +112,13 @@ def column_merge_bytes(n_features: int, slices: int) -> tuple[int, int]:
     once; a slice's task holds its slice's double-doubles and one task's piece of them (the two
     that :func:`~sparkrank.data.memory.check_worker` counts)."""
     width = -(-n_features // max(slices, 1))
-    return memory.PARTIAL_FEATURE_BYTES // 2 * n_features, memory.PARTIAL_FEATURE_BYTES * width
+    return merged_sums_bytes(n_features), memory.PARTIAL_FEATURE_BYTES * width
+
+
+def merged_sums_bytes(n_features: int) -> int:
+    """What the driver receives of a pass whose sums the column-sliced merge added up: each
+    column's three products once, rounded (float64)."""
+    return memory.PARTIAL_FEATURE_BYTES // 2 * n_features
 
 
 def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_features: int, placement: str,
