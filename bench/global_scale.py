@@ -1,7 +1,8 @@
 """One global ranking on the Spark engine: driver placement against range placement as m grows.
 
     python bench/global_scale.py [--sizes 1000000 3000000] [--labels graded real] [--features 50]
-                                 [--master local[2] | --workers N] [--passes 3] [--max-iter 3] [--ranges R]
+                                 [--hashed] [--master local[2] | --workers N] [--passes 3] [--max-iter 3]
+                                 [--ranges R]
 
 For each size and label kind (``graded``: 5 levels; ``real``: real-valued utilities, nearly all
 distinct): write (once) a Parquet set of dense float32 rows without query ids, build the Spark
@@ -15,7 +16,9 @@ m, the range/driver ratio per size (the ratio that matters: at most 1 is the goa
 extrapolation to 10^8-10^9 rows from the measured per-row costs (which term dominates); writes
 bench/results/global_scale_<labels>.json.  ``--workers N`` runs on a standalone cluster of N
 workers started for the run on 127.0.0.1 (``bench/_cluster.py``; ``_clusterN`` in the file name),
-and ``tree_peak_rss_gb`` then includes its executors.
+and ``tree_peak_rss_gb`` then includes its executors.  ``--hashed``: hashed sparse rows instead
+(2²⁴ feature ids, 40 non-zeros a row, 5 grades: ``bench/scale.py --hashed``'s set read without its
+query ids, so one ranking; graded labels only; ``global_scale_hashed`` in the file name).
 """
 
 from __future__ import annotations
@@ -87,6 +90,18 @@ def _median_seconds(fn, passes: int) -> float:
     return float(np.median(seconds))
 
 
+#: ``--hashed``: the feature space and the non-zeros a row.
+HASHED_FEATURES, HASHED_NNZ = 1 << 24, 40
+
+
+def hashed_global_parquet(n_rows: int) -> Path:
+    """``bench/scale.py --hashed``'s Parquet set of ``n_rows`` (made once, cached); read without
+    its ``qid`` column it is one global ranking."""
+    from _synthetic import synthetic_parquet
+
+    return synthetic_parquet(n_rows, HASHED_FEATURES, nnz_per_row=HASHED_NNZ, rows_per_group=50)
+
+
 def measure(spark, path: Path, placement: str, args, roots: list[int]) -> dict:
     """Build, per-pass medians, an end-to-end fit and the driver's peak for one placement
     (``roots``: more processes whose trees count in the tree's peak: a cluster's workers)."""
@@ -100,7 +115,8 @@ def measure(spark, path: Path, placement: str, args, roots: list[int]) -> dict:
     before = _anon_bytes()
     with TreeMemorySampler(also=roots) as mem:
         t0 = time.perf_counter()
-        engine = SparkEngine(spark.read.parquet(str(path)), placement=placement, dtype=np.float32,
+        rows = spark.read.parquet(str(path))
+        engine = SparkEngine(rows.drop("qid") if "qid" in rows.columns else rows, placement=placement, dtype=np.float32,
                              n_features=args.features, num_partitions=args.partitions, n_ranges=args.ranges)
         build = time.perf_counter() - t0
         try:
@@ -162,7 +178,7 @@ def extrapolate(rows: list[dict], executors=(8, 64)) -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 3_000_000])
-    ap.add_argument("--labels", nargs="+", choices=("graded", "real"), default=["graded", "real"])
+    ap.add_argument("--labels", nargs="+", choices=("graded", "real"), default=None, help="default: graded real")
     ap.add_argument("--features", type=int, default=50)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=None)
@@ -171,7 +187,14 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
     add_cluster_options(ap, worker_memory="4g")
+    ap.add_argument("--hashed", action="store_true",
+                    help="hashed sparse rows: 2^24 feature ids, 40 non-zeros a row, graded labels, one ranking")
     args = ap.parse_args(argv)
+    if args.hashed:
+        if args.labels and "real" in args.labels:
+            ap.error("--hashed has graded labels only (--labels graded)")
+        args.labels, args.features = ["graded"], HASHED_FEATURES
+    args.labels = args.labels or ["graded", "real"]
     with contextlib.ExitStack() as stack:  # a --workers cluster stops (with its executors) on the way out
         return run(args, stack)
 
@@ -187,7 +210,7 @@ def run(args, stack: contextlib.ExitStack) -> int:
     rows = []
     for labels in args.labels:
         for m in args.sizes:
-            path = global_parquet(m, args.features, labels)
+            path = hashed_global_parquet(m) if args.hashed else global_parquet(m, args.features, labels)
             for placement in ("driver", "range"):
                 r = {"labels": labels, "m": m, **measure(spark, path, placement, args, roots)}
                 rows.append(r)
@@ -216,7 +239,8 @@ def run(args, stack: contextlib.ExitStack) -> int:
           + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items()))
     projection = extrapolate(rows)
     print("\nextrapolated TRON iteration (value + 3 Hessian passes)\n" + table(projection, list(projection[0])))
-    name = "global_scale_" + "_".join(args.labels) + (f"_cluster{args.workers}" if args.workers else "")
+    name = "global_scale_" + ("hashed" if args.hashed else "_".join(args.labels)) \
+        + (f"_cluster{args.workers}" if args.workers else "")
     out = write_result(name, {"args": vars(args), "rows": rows, "ratios": ratios,
                                         "growth_exponents": exponents, "extrapolation": projection})
     print(f"\nwrote {out}")

@@ -136,7 +136,7 @@ def test_dense_pieces_travel_packed_and_come_back_with_their_bits():
     wired = column_merge._wire(piece)
     size = len(pickle.dumps(wired, protocol=pickle.HIGHEST_PROTOCOL))
     assert size < 0.8 * 16 * 149_000  # zeros of hi and lo left out
-    back = column_merge._unwired(pickle.loads(pickle.dumps(wired)))
+    back = column_merge.unwired(pickle.loads(pickle.dumps(wired)))
     assert all(np.array_equal(_bits(a), _bits(b)) for a, b in zip(back, piece))
     sparse = SparseSums(np.array([3, 999, 1000, 1500, 149_999, 150_000]), np.arange(6.0) + 1, np.zeros(6), 200_000)
     part = column_merge._piece(sparse, 1000, 150_000)

@@ -19,8 +19,9 @@ from sparkrank.data.block import DataError, RankingData
 from sparkrank.data.svmlight import SVMLightFormatError, read_svmlight
 from sparkrank.engines.base import FeatureStatistics
 from sparkrank.engines.local import LocalEngine
-from sparkrank.numerics.exact_sum import (add_split_steps, csr_tdot_dd, dd_add, dd_round, rmatvec_dd, rmatvec_dd_powers,
-                                         rmatvec_dd_products, split_steps, step_starts, step_terms)
+from sparkrank.numerics.cut_steps import CutSteps, add_cut_steps, cut_terms
+from sparkrank.numerics.exact_sum import (csr_tdot_dd, dd_add, dd_round, rmatvec_dd, rmatvec_dd_powers,
+                                         rmatvec_dd_products, split_steps, step_boundary, step_starts)
 from sparkrank.numerics.simd import SCORE_LANES
 from sparkrank.numerics.linalg import GATHER_ROWS, csr_dot, matvec
 from sparkrank.training import train
@@ -286,12 +287,35 @@ def test_feature_statistics_are_the_same_bits_for_any_split_of_the_rows(drawn, d
         assert abs(float(whole.m2[j]) - float(exact)) <= 8 * np.finfo(float).eps * float(exact) + 1e-300, j
 
 
+def sums_of_parts(X, products, offsets, cuts, reverse: bool = False):
+    """Rows of ``X`` cut at ``cuts`` as Spark's driver placement cuts them: each part sums its whole
+    steps (split_steps, step_starts) and gives its cut steps' terms (cut_terms), which are added
+    where the parts meet (add_cut_steps); rounded.  ``reverse``: the parts in reverse order."""
+    n = X.shape[1]
+    totals = [(np.zeros(n), np.zeros(n)) for _ in products]
+    cut = [CutSteps.empty() for _ in products]
+    parts = list(zip(cuts[:-1], cuts[1:]))
+    for a, b in parts[::-1] if reverse else parts:
+        head, tail = split_steps(offsets, a, b)
+        assert a <= head <= tail <= b
+        part = rmatvec_dd_products(X, products, (head, tail), step_starts(offsets, head, tail))
+        totals = [dd_add(t, p) for t, p in zip(totals, part)]
+        rows = [*range(a, head), *range(tail, b)]
+        keys = [step_boundary(offsets, r) for r in rows]
+        cut = [k.joined(cut_terms(X, rows, keys, rows, c, power)) for k, (c, power) in zip(cut, products)]
+    out = []
+    for (hi, lo), k in zip(totals, cut):
+        hi, lo = np.array(hi), np.array(lo)
+        add_cut_steps(hi, lo, k.columns, k)
+        out.append(dd_round((hi, lo)))
+    return out
+
+
 @settings(max_examples=40, deadline=None)
 @given(drawn=dense_matrices(60, 9), data=st.data())
 def test_partitions_that_cut_steps_sum_like_one_sweep(drawn, data):
-    """Spark's driver placement cuts a query's rows anywhere: each part sums its whole steps
-    (split_steps, step_starts) and hands its cut steps' terms to the driver (step_terms,
-    add_split_steps), which gives the one sweep's sums, on both layouts."""
+    """Spark's driver placement cuts a query's rows anywhere; its parts' whole steps and cut
+    steps' terms (sparse: a row's stored entries) give the one sweep's sums, on both layouts."""
     rng, dense = drawn
     m, n = dense.shape
     c = rng.normal(size=m)
@@ -299,40 +323,43 @@ def test_partitions_that_cut_steps_sum_like_one_sweep(drawn, data):
     offsets = None if data.draw(st.booleans()) else data.draw(query_starts(m))
     cuts = sorted(set(data.draw(st.lists(st.integers(0, m), max_size=8))) | {0, m})
     products = [(c, 1), (np.abs(c), 2)]
+    reverse = data.draw(st.booleans())
     for X in (dense, sp.csr_matrix(dense)):
         whole = rmatvec_dd_products(X, products, None, step_starts(offsets, 0, m))
-        totals = [(np.zeros(n), np.zeros(n)) for _ in products]
-        rows, terms = [], []
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            head, tail = split_steps(offsets, a, b)
-            assert a <= head <= tail <= b
-            part = rmatvec_dd_products(X, products, (head, tail), step_starts(offsets, head, tail))
-            totals = [dd_add(t, p) for t, p in zip(totals, part)]
-            cut = [*range(a, head), *range(tail, b)]
-            rows += cut
-            terms.append(step_terms(X, cut, products))
-        merged = add_split_steps(totals, offsets, np.array(rows, dtype=np.int64),
-                                 np.concatenate(terms, axis=1) if terms else np.zeros((2, 0, n)))
-        for got, want in zip(merged, whole):
-            assert np.array_equal(bits(dd_round(got)), bits(dd_round(want)))
+        for got, want in zip(sums_of_parts(X, products, offsets, cuts, reverse), whole):
+            assert np.array_equal(bits(got), bits(dd_round(want)))
 
 
 def test_a_cut_step_is_summed_in_row_order_from_its_parts():
     # one step of four rows whose sum depends on the order: ((1 + 1e16) - 1e16) + 5 = 5 in
-    # float64 (the exact sum is 6); cut after each of its first three rows, it still sums to 5
+    # float64 (the exact sum is 6); cut after each of its first three rows, it still sums to 5,
+    # the parts given in either order
     X = np.array([[1.0], [1e16], [-1e16], [5.0]])
     c = np.ones(4)
     assert dd_round(rmatvec_dd(X, c))[0] == 5.0
     for cut in (1, 2, 3):
-        parts = [(0, cut), (cut, 4)]
-        totals, rows, terms = [(np.zeros(1), np.zeros(1))], [], []
-        for a, b in parts:
-            head, tail = split_steps(None, a, b)
-            totals = [dd_add(totals[0], rmatvec_dd_products(X, [(c, 1)], (head, tail), step_starts(None, head, tail))[0])]
-            rows += [*range(a, head), *range(tail, b)]
-            terms.append(step_terms(X, [*range(a, head), *range(tail, b)], [(c, 1)]))
-        merged = add_split_steps(totals, None, np.array(rows[::-1]), np.concatenate(terms, axis=1)[:, ::-1])
-        assert dd_round(merged[0])[0] == 5.0
+        for X_ in (X, sp.csr_matrix(X)):
+            for reverse in (False, True):
+                assert sums_of_parts(X_, [(c, 1)], None, [0, cut, 4], reverse)[0][0] == 5.0
+
+
+def test_cut_steps_keep_their_columns_slice_by_slice():
+    # a slice of the column-sliced merge gets its columns of the cut steps: added slice by
+    # slice, they give the whole width's sums
+    rng = np.random.default_rng(3)
+    X = sp.random(12, 40, density=0.3, random_state=4, format="csr")
+    c = rng.normal(size=12)
+    rows = [0, 1, 2, 9, 10, 11]
+    cut = cut_terms(X, rows, [0, 0, 0, 8, 8, 8], rows, c, 1)
+    hi, lo = rng.normal(size=40), np.zeros(40)
+    whole_hi, whole_lo = hi.copy(), lo.copy()
+    add_cut_steps(whole_hi, whole_lo, cut.columns, cut)
+    for first, end in ((0, 7), (7, 25), (25, 40)):
+        piece = cut.columns_in(first, end)
+        assert piece.n_rows == cut.n_rows and np.all((piece.columns >= 0) & (piece.columns < end - first))
+        h, l_ = hi[first:end].copy(), lo[first:end].copy()
+        add_cut_steps(h, l_, piece.columns, piece)
+        assert np.array_equal(bits(h + l_), bits((whole_hi + whole_lo)[first:end]))
 
 
 def lane_order_scores(X: np.ndarray, v: np.ndarray) -> np.ndarray:

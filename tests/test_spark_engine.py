@@ -225,12 +225,12 @@ def test_wide_sparse_blocks_ship_their_non_zero_columns_with_the_same_bits(spark
     """One SVMlight row with feature 66,000: each block's column sums travel as their non-zero
     columns (SparseSums; dense ones cost 16 bytes per feature per product and, at feature
     4,000,000, ran the local driver's JVM out of heap), and the model is the local engine's."""
-    from sparkrank.engines.spark import tasks
+    from sparkrank.engines.spark import step_sums, tasks
 
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(2, 70000)), rng.normal(size=(2, 70000))
     a[:, rng.random(70000) < 0.9] = 0.0
-    sparse = tasks._padded((a[0], a[1]), 70000)
+    sparse = tasks.padded_sums((a[0], a[1]), 70000)
     assert isinstance(sparse, tasks.SparseSums) and sparse.columns.shape[0] < 70000 // 4
     for x, y in ((sparse, (b[0], b[1])), ((b[0], b[1]), sparse), (sparse, sparse)):
         got = tasks.dense_sums(tasks.add_dd(x, y))
@@ -325,7 +325,7 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     (``get_session`` sets ``spark.python.unix.domain.socket.enabled``)."""
     import gc
 
-    from sparkrank.engines.spark import tasks
+    from sparkrank.engines.spark import step_sums, tasks
     from sparkrank.io.spark.worker import worker_task
 
     def frozen(rows):
@@ -337,7 +337,7 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
     assert len(counts) == 2 and min(counts) > 1000  # the worker's imported modules, at least
     assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
     # every task factory of a pass hands Spark the freezing wrapper
-    for task in (tasks.scores_task(None), tasks.driver_products_task((), (), {}, 1, None), tasks.labels_task(),
+    for task in (tasks.scores_task(None), step_sums.driver_products_task((), (), {}, 1, None), tasks.labels_task(),
                  tasks.executor_pass_task(None, None, 1, None, None, ()), tasks.column_totals_task(),
                  tasks.centred_squares_task(None, 1),
                  tasks.column_moments_task(None, None, 1)):

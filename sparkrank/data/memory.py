@@ -321,11 +321,11 @@ def pass_result_bytes(n_features: int, block_nnz: list[int], tasks: int, depth: 
     return (sum(per_task) if final >= tasks else final * dense), max(per_task, default=0)
 
 
-def driver_products_bytes(n_features: int, blocks: int, products: int = 3) -> int:
-    """Driver placement's second job of a pass: each block's double-double sums of ``products``
-    coefficient vectors and the terms of the steps of ``Xᵀc`` it cuts (at most 3 rows at each
-    end, each a dense row of ``n_features`` per product)."""
-    return blocks * products * (16 + 6 * 8) * n_features
+def driver_products_bytes(block_sums_bytes: int, block_nnz: list[int], block_rows: list[int], products: int = 3) -> int:
+    """Driver and range placement's products of a pass at the driver: the blocks' column sums
+    (``block_sums_bytes``, as they arrive) and the terms of the steps each block cuts (at most 3
+    rows at each end: a column index and a term per stored entry and product, 16 bytes)."""
+    return block_sums_bytes + sum(products * 6 * 16 * -(-int(z) // max(int(r), 1)) for z, r in zip(block_nnz, block_rows))
 
 
 def check_driver_results(result_bytes: int, what: str, max_result_size: str | None, heap_bytes: int | None,

@@ -29,8 +29,6 @@ A double-double value is a tuple ``(hi, lo)`` of equal-shape float64 arrays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from numba import literally, njit
 
@@ -209,51 +207,6 @@ def split_steps(offsets: np.ndarray | None, a: int, b: int) -> tuple[int, int]:
     if tail < head:  # inside one step
         return b, b
     return head, tail
-
-
-def step_terms(X, rows: Sequence[int], products: list[tuple[np.ndarray, int]]) -> np.ndarray:
-    """The terms of ``rows`` of ``X`` for each ``(c, power)`` of ``products`` (``c`` of every row
-    of ``X``), as a step adds them (``_dense_term``: ``+0.0`` for a zero entry or coefficient):
-    an array ``[product, row, column]``."""
-    rows = list(rows)
-    dense = X[rows] if isinstance(X, np.ndarray) else \
-        np.asarray([_csr_row(X, r) for r in rows]).reshape(len(rows), X.shape[1])
-    x = np.asarray(dense, dtype=np.float64)
-    out = np.zeros((len(products), len(rows), x.shape[1]))
-    for q, (c, power) in enumerate(products):
-        ci = np.asarray(c, dtype=np.float64)[rows][:, None]
-        term = x * ci if power == 1 else (x * x) * ci
-        out[q] = np.where((x != 0.0) & (ci != 0.0), term, 0.0)
-    return out
-
-
-def _csr_row(X, r: int) -> np.ndarray:
-    row = np.zeros(X.shape[1])
-    lo_, hi_ = X.indptr[r], X.indptr[r + 1]
-    row[X.indices[lo_:hi_]] = X.data[lo_:hi_]
-    return row
-
-
-def add_split_steps(totals: list[DoubleDouble], offsets: np.ndarray | None, rows: np.ndarray,
-                    terms: np.ndarray) -> list[DoubleDouble]:
-    """``totals`` (one double-double per product) plus the steps that partitions cut: the terms
-    ``terms[product, i]`` of global rows ``rows[i]`` (:func:`step_terms`, from every partition)
-    summed step by step in row order from ``+0.0``, as one partition would have, each step sum
-    added by TwoSum."""
-    if len(rows) == 0:
-        return totals
-    order = np.argsort(rows, kind="stable")
-    rows, terms = np.asarray(rows)[order], terms[:, order]
-    keys = np.array([step_boundary(offsets, int(r)) for r in rows])
-    totals = list(totals)
-    for key in np.unique(keys):
-        at = np.flatnonzero(keys == key)
-        for q in range(terms.shape[0]):
-            partial = np.zeros(terms.shape[2])
-            for i in at:
-                partial = partial + terms[q, i]
-            totals[q] = dd_add(totals[q], (partial, np.zeros_like(partial)))
-    return totals
 
 
 @njit(cache=True, nogil=True)

@@ -278,7 +278,7 @@ class StoreBuilding:
         the blocks deleted first."""
         tasks = self._pass_refs().getNumPartitions()
         depth = self.aggregation_depth or auto_aggregation_depth(tasks, self.n_features)
-        slices = self._merge_slices(tasks) if self.placement == "executor" else 0
+        slices = self._merge_slices(tasks)
         try:
             sizing.check_passes(self._memory(), refs, tasks, depth, self.n_features, self.placement, slices)
         except MemoryBudgetError:

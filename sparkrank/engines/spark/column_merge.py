@@ -47,13 +47,23 @@ class SumLayout:
     :class:`~sparkrank.numerics.sparse_sums.SparseSums` or ``None``); ``put(rest, sums)`` the
     inverse; ``combine`` adds two outputs (``None``: nothing yet), as ``treeAggregate`` would;
     ``add`` adds two column sums and ``rounded`` rounds one to a float64 vector (the combiners'
-    own, :mod:`.tasks`)."""
+    own, :mod:`.tasks`).  ``piece(sums, first, end)``: columns ``first:end`` of a column sum as
+    they travel, ``unpiece`` that piece back as ``add`` takes it (default: a double-double's or
+    :class:`SparseSums`' own, :func:`wired_piece` and :func:`unwired`)."""
 
     combine: Callable[[Any, Any], Any]
     take: Callable[[Any], tuple[Any, list]]
     put: Callable[[Any, list], Any]
     add: Callable[[Any, Any], Any]
     rounded: Callable[[Any], np.ndarray]
+    piece: Callable[[Any, int, int], Any] | None = None
+    unpiece: Callable[[Any], Any] | None = None
+
+    def piece_of(self, sums, first: int, end: int):
+        return (self.piece or wired_piece)(sums, first, end)
+
+    def unpiece_of(self, piece):
+        return (self.unpiece or unwired)(piece)
 
 
 def slice_count(n_features: int, parallelism: int, worker_bytes: int | None = None) -> int:
@@ -115,7 +125,7 @@ def _split_task(layout: SumLayout, bounds: np.ndarray):
         if not sums:
             return
         for k in range(n_chunks):
-            yield k, [None if s is None else _wire(_piece(s, int(bounds[k]), int(bounds[k + 1]))) for s in sums]
+            yield k, [None if s is None else layout.piece_of(s, int(bounds[k]), int(bounds[k + 1])) for s in sums]
 
     return worker_task(task)
 
@@ -130,7 +140,7 @@ def _merge_task(layout: SumLayout, n_chunks: int, rounded: bool):
             if key == n_chunks:
                 rest, has_rest = layout.combine(rest, value), True
                 continue
-            pieces = [None if p is None else _unwired(p) for p in value]
+            pieces = [None if p is None else layout.unpiece_of(p) for p in value]
             held = slices.get(key)
             slices[key] = pieces if held is None else [layout.add(a, b) for a, b in zip(held, pieces)]
         if has_rest:
@@ -140,6 +150,11 @@ def _merge_task(layout: SumLayout, n_chunks: int, rounded: bool):
                         for p in pieces]
 
     return worker_task(task)
+
+
+def wired_piece(sums, first: int, end: int):
+    """Columns ``first:end`` of a double-double or :class:`SparseSums` as they travel (:func:`_wire`)."""
+    return _wire(_piece(sums, first, end))
 
 
 def _piece(sums, first: int, end: int):
@@ -166,7 +181,8 @@ class _DensePiece:
     lo: Any
 
 
-def _unwired(piece):
+def unwired(piece):
+    """A piece as :func:`wired_piece` sent it, back as a double-double or :class:`SparseSums`."""
     if isinstance(piece, _DensePiece):
         return unpacked_values(piece.hi), unpacked_values(piece.lo)
     return piece
@@ -190,7 +206,7 @@ def _assembled(slices: dict[int, list], bounds: np.ndarray, rounded: bool) -> li
             if rounded:
                 whole[a:b] = unpacked_values(piece)
                 continue
-            piece = _unwired(piece)
+            piece = unwired(piece)
             hi, lo = piece.dense() if isinstance(piece, SparseSums) else piece
             whole[0][a:b], whole[1][a:b] = hi, lo
         out.append(whole)

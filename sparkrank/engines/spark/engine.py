@@ -41,10 +41,10 @@ from ...data.weights import WeightColumns
 from ...io.spark.columns import feature_spec
 from ...io.spark.errors import ClusterError
 from ...kernels.base import ScoreKernel
-from ...numerics.exact_sum import add_split_steps, dd_round
+from ...numerics.exact_sum import dd_round
 from .. import tiles
 from ..base import ColumnMoments, DataSummary, Engine, PassResult, StateHandle
-from . import column_merge, kernel_state, sizing, store, tasks
+from . import column_merge, kernel_state, sizing, step_sums, store, tasks
 from .placements import checked_placement
 from .building import DRIVER_PARTIALS_ENTRIES, StoreBuilding, auto_aggregation_depth  # noqa: F401 - its names
 from .progress import job_progress
@@ -327,14 +327,17 @@ class SparkEngine(StoreBuilding, Engine):
         """``task``'s outputs over every block added up by ``treeAggregate`` with the combiner ``sums``,
         or, when ``sums`` is a :class:`~.column_merge.SumLayout` whose column sums are wide, by the
         column-sliced merge (``rounded``: they come back rounded, as :func:`~.tasks.rounded_sums`)."""
-        refs = self._pass_refs()
-        outputs = refs.mapPartitions(task)
+        return self._summed(self._pass_refs().mapPartitions(task), sums, rounded)
+
+    def _summed(self, outputs, sums, rounded: bool = False):
+        """:meth:`_tree_sum` of an RDD of outputs, one partition per task of a pass."""
+        n_tasks = outputs.getNumPartitions()
         layout = sums if isinstance(sums, column_merge.SumLayout) else None
-        slices = 0 if layout is None else self._merge_slices(refs.getNumPartitions())
+        slices = 0 if layout is None else self._merge_slices(n_tasks)
         if slices:
             return column_merge.column_merged(outputs, layout, self.n_features, slices, rounded)
         combine = sums if layout is None else layout.combine
-        depth = self.aggregation_depth or auto_aggregation_depth(refs.getNumPartitions(), self.n_features)
+        depth = self.aggregation_depth or auto_aggregation_depth(n_tasks, self.n_features)
         return outputs.treeAggregate(None, combine, combine, depth=depth)
 
     def _gather_scores(self, bw) -> np.ndarray:
@@ -391,21 +394,18 @@ class SparkEngine(StoreBuilding, Engine):
             index.setdefault(id(c), (len(index), c))
         wanted = tuple((index[id(c)][0], p) for c, p in products)
         with self._broadcast(*[np.ascontiguousarray(c, dtype=np.float64) for _, c in index.values()]) as bcs:
-            task = tasks.driver_products_task(bcs, wanted, self.row_start, self.n_features, self._step_plans())
-            total = self._tree_sum(task, tasks.add_split_products)
+            task = step_sums.driver_products_task(bcs, wanted, self.row_start, self.n_features, self._step_plans())
+            total = self._tree_sum(task, step_sums.STEPPED_SUMS, rounded=True)
         if total is None:
             return [np.zeros(self.n_features) for _ in products]
-        sums, rows, terms = total
-        sums = [tasks.dense_sums(t) for t in sums]
-        # the steps of Xᵀc that the partitions cut, summed here as one partition would have
-        return [dd_round(t) for t in add_split_steps(sums, self.groups.offsets, rows, terms)]
+        # the steps of Xᵀc that the partitions cut added as one partition would have, then rounded
+        return [step_sums.rounded_stepped(t) for t in total]
 
     def _step_plans(self):
-        """Driver placement: a broadcast, kept until the blocks change, of each partition's
-        :func:`~sparkrank.numerics.exact_sum.split_steps` ``(head, tail)`` and the step origins
-        of its rows ``head:tail`` (relative to the block), for :meth:`_driver_products`."""
+        """Driver placement: a broadcast, kept until the blocks change, of each partition's steps
+        of ``Xᵀc`` (:func:`~.step_sums.step_plans`) for :meth:`_driver_products`."""
         if self._plans_bc is None:
-            self._plans_bc = self.sc.broadcast(tasks.step_plans(self.refs, self.row_start, self.groups.offsets))
+            self._plans_bc = self.sc.broadcast(step_sums.step_plans(self.refs, self.row_start, self.groups.offsets))
         return self._plans_bc
 
     def column_moments(self, vector, kernel: ScoreKernel) -> ColumnMoments:

@@ -42,10 +42,10 @@ from ...kernels import range_counts as rc
 from ...kernels.base import ScoreKernel
 from ...kernels.losses import HingeKernel
 from ...kernels.pair_weights import PairWeightKernel
-from ...numerics.exact_sum import add_split_steps, dd_round
+from ...numerics.exact_sum import dd_round
 from ...numerics.linalg import matvec
 from ..base import ColumnMoments, DataSummary, PassResult, StateHandle
-from . import range_tasks, store, tasks
+from . import range_tasks, step_sums, store
 
 log = logging.getLogger("sparkrank.spark")
 
@@ -200,9 +200,9 @@ class RangePlacement:
                 .mapPartitions(range_tasks.gathered_values)
             # zipped with the references, a final task runs where its blocks' reference is cached
             # (on a cluster: the executor whose host has the block files), as a map over them would
-            total = refs.mapPartitions(range_tasks.gathered).zip(parts) \
-                .mapPartitions(range_tasks.final_task(job, kernel, powers, engine.n_features, vector_bc, kept_bc)) \
-                .treeAggregate(None, range_tasks.add_final, range_tasks.add_final, depth=1)
+            finals = refs.mapPartitions(range_tasks.gathered).zip(parts) \
+                .mapPartitions(range_tasks.final_task(job, kernel, powers, engine.n_features, vector_bc, kept_bc))
+            total = engine._summed(finals, range_tasks.FINAL_SUMS, rounded=True)
         if values_id is not None:
             self._dropped.append(values_id)
         engine._processed += (1, self.summary.n_rows, 1)
@@ -210,10 +210,9 @@ class RangePlacement:
             zero = np.zeros(engine.n_features)
             return ((np.zeros(len(kernel.statistics)), np.zeros(len(kernel.statistics))),
                     [zero for _ in powers]), kept
-        stats, (sums, rows, terms) = total
-        sums = [tasks.dense_sums(t) for t in sums]
-        offsets = np.array([0, self.summary.n_rows], dtype=np.int64)
-        return (stats, [dd_round(t) for t in add_split_steps(sums, offsets, rows, terms)]), kept
+        stats, sums = total
+        # the cut steps of Xᵀc added as one block would have, then rounded (step_sums.py)
+        return (stats, [step_sums.rounded_stepped(t) for t in sums]), kept
 
     def _tasks(self) -> dict:
         """Which task of a pass (partition of :meth:`SparkEngine._pass_refs`) holds each block:
@@ -245,7 +244,7 @@ class RangePlacement:
         """Each block's steps of ``Xᵀc`` (driver placement's: one ranking from row 0)."""
         if self._plans is None:
             offsets = np.array([0, self.summary.n_rows], dtype=np.int64)
-            self._plans = tasks.step_plans(self.engine.refs, self._row_start, offsets)
+            self._plans = step_sums.step_plans(self.engine.refs, self._row_start, offsets)
         return self._plans
 
 

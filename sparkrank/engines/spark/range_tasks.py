@@ -8,7 +8,8 @@ one job of three stages, :func:`route_task` → :func:`middle_task` → :func:`f
    its label bucket) and their ``(bucket, range)`` histograms to one summing task; ranges
    sweep, buckets scan, the histograms are summed once; each block then gathers its rows'
    parts, adds the cross-range terms, runs the kernel's formula and returns
-   ``(stats, Xᵀc sums, cut steps)`` to ``treeAggregate`` as driver placement's products do.
+   ``(stats, Xᵀc sums with their cut steps)``, added up as driver placement's products are
+   (``step_sums.py``).
 
 The route and final stages open blocks, so both run over the cached block references: the
 route stage maps them, and the final stage zips them (:func:`gathered`) with the middle
@@ -33,7 +34,9 @@ from ...kernels import range_counts as rc
 from ...kernels.counting import PairCounts
 from ...numerics.linalg import matvec
 from .store import app_dir, open_block
-from .tasks import add_dd, add_dd_lists, block_products
+from .column_merge import SumLayout
+from .step_sums import add_stepped, add_stepped_lists, block_products, rounded_stepped, STEPPED_SUMS
+from .tasks import add_dd
 
 #: Middle-stage record tags.
 RANGE, BUCKET, HIST = 0, 1, 2
@@ -326,8 +329,8 @@ def _pair_counts(job, ref, parts, p, labels, weighted: bool) -> PairCounts:
 
 def final_task(job, kernel, powers: tuple[int, ...], n_features: int, vector_bc, kept_bc):
     """Stage 3, over the zipped ``(this task's block references, their parts)``: each block's
-    kernel result from its rows' counts; yields ``(stats, (sums, cut rows, cut terms))`` as
-    :func:`~sparkrank.engines.spark.tasks.driver_products_task` sums ``Xᵀc`` (the driver's steps)."""
+    kernel result from its rows' counts; yields ``(stats, [SteppedSums per product])`` as
+    :func:`~sparkrank.engines.spark.step_sums.block_products` sums ``Xᵀc`` (driver placement's steps)."""
     from ..tiles import pass_products
 
     def task(zipped):
@@ -350,16 +353,21 @@ def _final(job, kernel, powers, n_features, ref, parts, vector_bc, kept_bc, pass
     counts = _pair_counts(job, ref, parts, p, np.asarray(groups.labels), groups.weighted)
     result = rc.finish(kernel, counts, scores, groups.row_factors() if groups.weighted else None)
     wanted = pass_products(result, powers)
-    return result.stats_dd(), block_products(block.X, ref.n_rows, job.row_start[ref.partition], wanted,
+    return result.stats_dd(), block_products(block, ref, job.row_start[ref.partition], wanted,
                                              job.step_plans[ref.partition], n_features)
 
 
 def add_final(a: Any, b: Any):
-    """``treeAggregate`` combiner of :func:`final_task`'s outputs (``None``: nothing yet)."""
+    """``treeAggregate`` combiner of :func:`final_task`'s outputs ``(stats, [SteppedSums])``
+    (``None``: nothing yet; the products ``None`` where the column-sliced merge took them out)."""
     if a is None:
         return b
     if b is None:
         return a
     (sa, pa), (sb, pb) = a, b
-    products = (add_dd_lists(pa[0], pb[0]), np.concatenate([pa[1], pb[1]]), np.concatenate([pa[2], pb[2]], axis=1))
-    return add_dd(sa, sb), products
+    return add_dd(sa, sb), add_stepped_lists(pa, pb)
+
+
+#: Where :func:`final_task`'s outputs keep their column sums (:mod:`.column_merge`).
+FINAL_SUMS = SumLayout(add_final, lambda o: ((o[0], None), list(o[1])), lambda rest, sums: (rest[0], sums),
+                       add_stepped, rounded_stepped, STEPPED_SUMS.piece, STEPPED_SUMS.unpiece)

@@ -124,7 +124,7 @@ def merged_sums_bytes(n_features: int) -> int:
 def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_features: int, placement: str,
                  slices: int = 0) -> None:
     """Refuse, in one line naming the setting, passes that cannot fit (see the module docstring);
-    ``slices``: those of the column-sliced merge of an executor pass's sums (0: ``treeAggregate``)."""
+    ``slices``: those of the column-sliced merge of a pass's sums (0: ``treeAggregate``)."""
     built = [r for r in refs if r.n_rows]
     nnz = [int(r.nnz) for r in built]
     to_driver, per_task = memory.pass_result_bytes(n_features, nnz, tasks, depth)
@@ -138,14 +138,15 @@ def check_passes(session: SessionMemory, refs, tasks: int, depth: int, n_feature
         memory.check_driver_results(to_driver, what, session.max_result_size, session.heap_bytes,
                                     session.driver_memory)
         return
-    if placement == "range":  # the driver gets the blocks' column sums, no score per row
-        memory.check_driver_results(memory.driver_products_bytes(n_features, len(built)),
-                                    "one global ranking in range placement (the blocks' column sums, each pass)",
-                                    session.max_result_size, session.heap_bytes, session.driver_memory)
+    # driver and range placement: the blocks' column sums and cut steps, as they reach the driver
+    products = memory.driver_products_bytes(to_driver, nnz, [int(r.n_rows) for r in built])
+    if placement == "range":  # no score per row
+        memory.check_driver_results(products, "one global ranking in range placement (the blocks' column sums, each "
+                                    "pass)", session.max_result_size, session.heap_bytes, session.driver_memory)
         return
     rows = sum(int(r.n_rows) for r in built)
     scores = 8 * rows + 64 * len(built)
-    memory.check_driver_results(max(scores, memory.driver_products_bytes(n_features, len(built))),
+    memory.check_driver_results(max(scores, products),
                                 f"one global ranking of {rows:,} rows (driver placement: its scores, or the "
                                 "blocks' column sums, each pass)", session.max_result_size, session.heap_bytes,
                                 session.driver_memory)

@@ -442,12 +442,12 @@ _TILES: dict[tuple[str, int | None], list[Tile]] = {}
 
 def block_tiles(path: str, block: Block, kernel, tile_bytes: int | None) -> list[Tile]:
     """The block's groups cut into tiles for the fused pass (``engines/tiles.py``).  A kernel
-    that needs every group at once gets one tile.
+    that needs every group at once gets one tile (``kernel`` ``None``: the tiles of ``tile_bytes`` whatever the pass).
 
     Tiles over wide CSR rows hold them column by column, made once per block and kept as files
     beside it for every Python worker of the executor (:mod:`.tile_files`); a worker keeps the
     tiles of the block it works on, as :func:`open_block` keeps its features."""
-    if kernel.spans_groups:
+    if kernel is not None and kernel.spans_groups:
         return [Tile(block.groups, 0, int(block.groups.offsets[-1]))]
     key = (path, tile_bytes)
     tiles = _TILES.get(key)

@@ -9,13 +9,13 @@ added by ``treeAggregate`` with the combiners here, in any order to the same bit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ...data import memory
 from ...io.spark.worker import worker_task
-from ...numerics.exact_sum import DoubleDouble, dd_add, dd_round, rmatvec_dd_products, split_steps, step_starts, step_terms
+from ...numerics.exact_sum import DoubleDouble, dd_add, dd_round
 from ...numerics.linalg import matvec
 from ...numerics.sparse_sums import SparseSums, add_into_dense, add_sparse
 from ..tiles import fused_pass, stats_sum
@@ -62,8 +62,8 @@ def executor_pass_task(w_bc, kernel, n_features: int, in_state: int | None, out_
                                                    np.empty(ref.n_rows, dtype=np.float64))
             if out_state is not None:
                 write_state(ref.path, out_state, [r.state for r in results])
-            grad = None if grad is None else _padded(grad, n_features)
-            moments = None if moments is None else [_padded(m, n_features) for m in moments]
+            grad = None if grad is None else padded_sums(grad, n_features)
+            moments = None if moments is None else [padded_sums(m, n_features) for m in moments]
             yield stats_sum(results), grad, np.array([ref.n_rows, ref.n_groups]), moments
 
     return worker_task(task)
@@ -81,65 +81,6 @@ def scores_task(w_bc):
     return worker_task(task)
 
 
-def driver_products_task(coef_bcs, products: tuple[tuple[int, int], ...], row_start: dict[int, int],
-                         n_features: int, plans_bc):
-    """Driver mode, second half: for each ``(k, power)`` of ``products``, with this partition's
-    slice of the broadcast coefficient vector ``c = coef_bcs[k]``, ``Xᵀc`` (power 1) or
-    ``(X∘X)ᵀc`` (power 2) from one sweep over the block (one job for every product of a pass).
-
-    Range partitioning may cut a query anywhere, so a block's first and last rows may belong to
-    steps of ``Xᵀc`` (``exact_sum``'s convention) that other blocks share: ``plans_bc`` holds,
-    per partition, ``(head, tail, starts)`` (:func:`~sparkrank.numerics.exact_sum.split_steps`,
-    relative to the block).  The block sums its whole steps and yields ``(sums, rows, terms)``:
-    the double-doubles, and the global rows and terms of its cut steps for the driver
-    (:func:`~sparkrank.numerics.exact_sum.add_split_steps`)."""
-
-    def task(refs):
-        coefs = [bc.value for bc in coef_bcs]
-        plans = plans_bc.value
-        for ref in refs:
-            if ref.n_rows:
-                X = open_block(ref.path, ref.width).X
-                start = row_start[ref.partition]
-                wanted = [(coefs[k][start: start + ref.n_rows], p) for k, p in products]
-                yield block_products(X, ref.n_rows, start, wanted, plans[ref.partition], n_features)
-
-    return worker_task(task)
-
-
-def step_plans(refs, row_start: dict[int, int], offsets: np.ndarray) -> dict:
-    """Each partition's ``(head, tail, step origins)`` of ``Xᵀc`` for :func:`driver_products_task`
-    (``offsets``: where the queries start in block order)."""
-    plans = {}
-    for r in refs:
-        a = row_start[r.partition]
-        head, tail = split_steps(offsets, a, a + r.n_rows)
-        plans[r.partition] = (head - a, tail - a, step_starts(offsets, head, tail))
-    return plans
-
-
-def block_products(X, n_rows: int, start: int, wanted: list[tuple[np.ndarray, int]], plan, n_features: int):
-    """One block's ``(sums, cut rows, cut terms)`` of the products ``wanted`` (``(c, power)`` of
-    its rows) with ``plan = (head, tail, starts)`` (:func:`driver_products_task`): its whole
-    steps' double-doubles, and the global rows and terms of the steps it cuts."""
-    head, tail, starts = plan
-    sums = rmatvec_dd_products(X, wanted, (head, tail), starts)
-    cut = [*range(head), *range(tail, n_rows)]
-    terms = step_terms(X, cut, wanted)
-    return ([_padded(dd, n_features) for dd in sums], np.asarray(cut, dtype=np.int64) + start,
-            np.pad(terms, ((0, 0), (0, 0), (0, n_features - terms.shape[2]))))
-
-
-def add_split_products(a: Any, b: Any):
-    """``treeAggregate`` combiner for :func:`driver_products_task`'s ``(sums, rows, terms)``:
-    sums added entry by entry, the cut steps' rows and terms gathered (``None`` = nothing yet)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return (add_dd_lists(a[0], b[0]), np.concatenate([a[1], b[1]]), np.concatenate([a[2], b[2]], axis=1))
-
-
 def column_moments_task(w_bc, kernel, n_features: int, tile_bytes: int | None = None):
     """Executor mode: ``(stats, Xᵀc, (X∘X)ᵀc, [rows, groups])`` of each block from the fused pass
     over its tiles at ``X·w``, as double-doubles (no kernel state)."""
@@ -152,7 +93,7 @@ def column_moments_task(w_bc, kernel, n_features: int, tile_bytes: int | None = 
             results, (first, second), _ = fused_pass(block.X, block_tiles(ref.path, block, kernel, tile_bytes),
                                                   w_bc.value[: ref.width], kernel, None, (1, 2),
                                                   np.empty(ref.n_rows, dtype=np.float64))
-            yield (stats_sum(results), _padded(first, n_features), _padded(second, n_features),
+            yield (stats_sum(results), padded_sums(first, n_features), padded_sums(second, n_features),
                    np.array([ref.n_rows, ref.n_groups]))
 
     return worker_task(task)
@@ -206,7 +147,7 @@ def digest_task(plans: dict[int, dict] | None):
 SPARSE_SUMS_MIN_FEATURES = memory.SPARSE_SUMS_MIN_FEATURES
 
 
-def _padded(dd: DoubleDouble | SparseSums, n_features: int):
+def padded_sums(dd: DoubleDouble | SparseSums, n_features: int):
     """A block's double-double column sums (its width) over ``n_features`` columns: padded with
     zeros, or as :class:`SparseSums` when they are wide and mostly zero.
 
@@ -267,13 +208,21 @@ def stays_sparse(a: SparseSums, b: SparseSums) -> bool:
     return 3 * (a.columns.shape[0] + b.columns.shape[0]) <= 2 * max(a.n_features, b.n_features)
 
 
-def add_dd_lists(a: Any, b: Any):
-    """``treeAggregate`` combiner for lists of double-doubles, added entry by entry (``None`` = nothing yet)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return [add_dd(x, y) for x, y in zip(a, b)]
+def entrywise(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A ``treeAggregate`` combiner for lists added entry by entry with ``add`` (``None`` = nothing yet)."""
+
+    def combine(a: Any, b: Any):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return [add(x, y) for x, y in zip(a, b)]
+
+    return combine
+
+
+#: ``treeAggregate`` combiner for lists of double-doubles, added entry by entry.
+add_dd_lists = entrywise(add_dd)
 
 
 def add_pair(a: Any, b: Any):
@@ -344,7 +293,7 @@ def centred_squares_task(mean_bc, n_features: int):
         mean = mean_bc.value
         for ref in refs:
             if ref.n_rows:
-                yield _padded(column_sums_dd(open_block(ref.path, ref.width).X, ref.width, mean[: ref.width])[0],
+                yield padded_sums(column_sums_dd(open_block(ref.path, ref.width).X, ref.width, mean[: ref.width])[0],
                               n_features)
 
     return worker_task(task)

@@ -1,0 +1,99 @@
+"""One global ranking of hashed sparse rows on Spark: driver and range placement against the
+local engine, with blocks that cut steps of ``Xᵀc`` (step_sums.py, numerics/cut_steps.py),
+through ``treeAggregate`` and through the column-sliced merge."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from sparkrank.engines.local import LocalEngine
+from sparkrank.engines.registry import make_engine
+from sparkrank.io.files import read_ranking_data
+from sparkrank.io.sources import open_source
+from sparkrank.kernels.losses import HingeKernel, SupportPairDiagonalKernel
+from sparkrank.objectives.base import hessian_diagonal_estimate
+from sparkrank.training import train
+
+N_FEATURES = 1 << 20
+
+
+def _bits(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).view(np.int64)
+
+
+def _write_global_ranking(path, rows: int = 603, nnz: int = 12, seed: int = 4) -> None:
+    """``rows`` rows (not a multiple of 4: three blocks cut steps) of ``nnz`` hashed ids out of
+    2²⁰, a few ids shared by many rows (columns that collect terms from cut rows of several
+    blocks), graded labels with ties, one ranking (no qid)."""
+    rng = np.random.default_rng(seed)
+    popular = rng.integers(0, N_FEATURES, 8)
+    lines = []
+    for i in range(rows):
+        cols = np.where(rng.random(nnz) < 0.4, rng.choice(popular, nnz), rng.integers(0, N_FEATURES, nnz))
+        cols = np.unique(cols)
+        vals = rng.choice([1.0, 0.5, -2.0, 3.25, 1e-3], cols.shape[0])
+        entries = " ".join(f"{j + 1}:{v:g}" for j, v in zip(cols.tolist(), vals.tolist()))
+        lines.append(f"{int(rng.integers(0, 3))} {entries}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def ranking(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hashed-global") / "global.svm"
+    _write_global_ranking(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("merge", ["tree", "columns"])
+@pytest.mark.parametrize("placement", ["driver", "range"])
+def test_hashed_global_ranking_trains_on_spark_to_the_local_model(spark, ranking, monkeypatch, placement, merge):
+    from sparkrank.engines.spark import building, step_sums
+
+    if merge == "columns":
+        monkeypatch.setattr(building, "merge_slices", lambda *args, **kwargs: 3)
+    local_data = read_ranking_data(ranking)
+    rng = np.random.default_rng(8)
+    n = local_data.n_features
+    w = rng.normal(size=n) * (rng.random(n) < 0.5)
+    with LocalEngine(local_data, threads=2) as local:
+        assert local.sparse
+        want_bmrm = train(local, solver="bmrm", C=1.0, max_iter=4)
+        want_tron = train(local, solver="tron", C=1.0, max_iter=3)
+        want_pass = local.run(w, HingeKernel())
+        want_diagonal = hessian_diagonal_estimate(local, w, SupportPairDiagonalKernel(), 1.0)
+    source = open_source(ranking, spark=spark)
+    with make_engine(source, "spark", spark=spark, num_partitions=3, placement=placement) as engine:
+        starts = sorted(engine.row_start.values())
+        assert len(starts) == 3 and any(s % 4 for s in starts)  # blocks begin inside steps
+        assert (engine._merge_slices(engine._pass_refs().getNumPartitions()) > 0) == (merge == "columns")
+        got = engine.run(w, HingeKernel())
+        whole = [os.path.join(r.path, f"tiles-{step_sums.WHOLE_BLOCK_BYTES}") for r in engine.refs if r.n_rows]
+        assert all(os.path.isdir(d) for d in whole)  # wide rows: summed column by column
+        assert np.array_equal(_bits(got.gradient), _bits(want_pass.gradient))
+        assert np.array_equal(_bits(got.stats), _bits(want_pass.stats))
+        if placement == "driver":  # the preconditioner's moments: a pass of three products
+            diagonal = hessian_diagonal_estimate(engine, w, SupportPairDiagonalKernel(), 1.0)
+            assert np.array_equal(_bits(diagonal), _bits(want_diagonal))
+        bmrm = train(engine, solver="bmrm", C=1.0, max_iter=4)
+        assert np.array_equal(_bits(bmrm.weights), _bits(want_bmrm.weights))  # L1: counts, bit for bit
+        tron = train(engine, solver="tron", C=1.0, max_iter=3)
+        if placement == "driver":
+            assert np.array_equal(_bits(tron.weights), _bits(want_tron.weights))
+        else:  # the squared hinge's partner sums are added per range (range_placement.py)
+            np.testing.assert_allclose(tron.weights, want_tron.weights, rtol=1e-9, atol=1e-15)
+
+
+def test_a_hashed_global_ranking_sends_the_driver_its_entries_not_dense_rows():
+    """The memory check counts what a pass of one global ranking sends the driver by the blocks'
+    entries: 200 rows of 40 ids out of 2²⁴ are a few hundred kB, not a dense row per cut row."""
+    from sparkrank.data import memory
+
+    n = 1 << 24
+    blocks_nnz, blocks_rows = [4000, 4000], [100, 100]
+    sums, _ = memory.pass_result_bytes(n, blocks_nnz, 2, 1)
+    sent = memory.driver_products_bytes(sums, blocks_nnz, blocks_rows)
+    assert sent < 1 << 20
+    assert sent - sums == 2 * 3 * 6 * 16 * 40  # the cut rows' entries, three products
