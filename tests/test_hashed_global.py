@@ -50,7 +50,7 @@ def ranking(tmp_path_factory):
 @pytest.mark.parametrize("merge", ["tree", "columns"])
 @pytest.mark.parametrize("placement", ["driver", "range"])
 def test_hashed_global_ranking_trains_on_spark_to_the_local_model(spark, ranking, monkeypatch, placement, merge):
-    from sparkrank.engines.spark import building, step_sums
+    from sparkrank.engines.spark import building
 
     if merge == "columns":
         monkeypatch.setattr(building, "merge_slices", lambda *args, **kwargs: 3)
@@ -70,8 +70,8 @@ def test_hashed_global_ranking_trains_on_spark_to_the_local_model(spark, ranking
         assert len(starts) == 3 and any(s % 4 for s in starts)  # blocks begin inside steps
         assert (engine._merge_slices(engine._pass_refs().getNumPartitions()) > 0) == (merge == "columns")
         got = engine.run(w, HingeKernel())
-        whole = [os.path.join(r.path, f"tiles-{step_sums.WHOLE_BLOCK_BYTES}") for r in engine.refs if r.n_rows]
-        assert all(os.path.isdir(d) for d in whole)  # wide rows: summed column by column
+        kept = [os.path.join(r.path, "tiles-steps") for r in engine.refs if r.n_rows]
+        assert all(os.path.isdir(d) for d in kept)  # wide rows: summed column by column, tile by tile
         assert np.array_equal(_bits(got.gradient), _bits(want_pass.gradient))
         assert np.array_equal(_bits(got.stats), _bits(want_pass.stats))
         if placement == "driver":  # the preconditioner's moments: a pass of three products
@@ -97,3 +97,44 @@ def test_a_hashed_global_ranking_sends_the_driver_its_entries_not_dense_rows():
     sent = memory.driver_products_bytes(sums, blocks_nnz, blocks_rows)
     assert sent < 1 << 20
     assert sent - sums == 2 * 3 * 6 * 16 * 40  # the cut rows' entries, three products
+
+
+@pytest.mark.parametrize("tile_bytes", [200, 1500, 1 << 30])
+def test_a_blocks_step_tiles_sum_like_one_sweep(tmp_path, monkeypatch, tile_bytes):
+    """Wide CSR rows summed tile by tile, tiles cut where no step crosses (step_bounds), give the
+    one sweep's rounded sums, with query starts and cut rows (zero coefficients) inside."""
+    from types import SimpleNamespace
+
+    import scipy.sparse as sp
+
+    from sparkrank.engines.spark import step_sums, tile_files
+    from sparkrank.numerics.exact_sum import dd_round, rmatvec_dd_products
+    from sparkrank.numerics.simd import DD_ROWS
+
+    monkeypatch.setattr(tile_files, "_TILES", {})
+    rng = np.random.default_rng(12)
+    m, n = 403, 1 << 17
+    popular = rng.integers(0, n, 6)
+    shared = sp.csr_matrix((rng.choice([0.0, 1.0, -0.5], 3 * m), (np.repeat(np.arange(m), 3), np.tile(popular[:3], m))),
+                           shape=(m, n))  # columns shared by many rows
+    X = sp.csr_matrix(sp.random(m, n, density=8 / n, random_state=13, format="csr") + shared)
+    X.eliminate_zeros()
+    X.sort_indices()
+    origins = np.array([0, 3, 41, 42, 170, 399, m], dtype=np.int64)
+    c = rng.normal(size=m) * (rng.random(m) < 0.8)
+    c[:3] = c[399:] = 0.0  # the cut rows' coefficients, zeroed
+    products = [(c, 1), (np.abs(c), 2), (c * 3.0, 1)]
+    bounds = step_sums.step_bounds(X, origins, tile_bytes)
+    assert bounds[0][0] == 0 and bounds[-1][1] == m and all(b[0] < b[1] for b in bounds)
+    for a, _ in bounds[1:]:  # a step boundary: an origin plus a multiple of DD_ROWS
+        k = np.searchsorted(origins, a, side="right") - 1
+        assert (a - origins[k]) % DD_ROWS == 0
+    assert (len(bounds) > 3) == (tile_bytes < 1 << 20)
+    block = SimpleNamespace(X=X)
+    got = step_sums.tiled_products(str(tmp_path), block, products, origins, tile_bytes)
+    want = rmatvec_dd_products(X, products, None, origins)
+    for g, w in zip(got, want):
+        assert np.array_equal(_bits(g.rounded()), _bits(dd_round(w)))
+    tile_files._TILES.clear()  # another worker: the tiles read back from the block's files
+    again = step_sums.tiled_products(str(tmp_path), block, products, origins, tile_bytes)
+    assert all(np.array_equal(_bits(a.rounded()), _bits(b.rounded())) for a, b in zip(again, got))

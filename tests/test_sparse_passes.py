@@ -376,24 +376,24 @@ def test_a_blocks_tiles_kept_as_files_are_the_tiles_made_and_give_their_bits(tmp
 
 
 def test_every_python_worker_maps_a_blocks_tiles_made_once(tmp_path, monkeypatch):
-    from sparkrank.engines.spark import store
+    from sparkrank.engines.spark import tile_files as kept
 
     kernel = SquaredHingeDiagonalKernel()
     blocks = {str(tmp_path / f"part-{k:05d}"): _block(hashed(600, 1 << 16, 10, 6, seed=20 + k)) for k in range(2)}
     for path in blocks:
         (tmp_path / path).mkdir()
-    monkeypatch.setattr(store, "_TILES", {})
-    made = {path: store.block_tiles(path, block, kernel, 3000) for path, block in blocks.items()}
-    assert list(store._TILES) == [(list(blocks)[1], 3000)]  # one block's tiles at a time
+    monkeypatch.setattr(kept, "_TILES", {})
+    made = {path: kept.block_tiles(path, block, kernel, 3000) for path, block in blocks.items()}
+    assert list(kept._TILES) == [(list(blocks)[1], 3000)]  # one block's tiles at a time
 
     def refuse(*args, **kwargs):
         raise AssertionError("tiles made again")
 
-    monkeypatch.setattr(store, "make_tiles", refuse)
+    monkeypatch.setattr(kept, "make_tiles", refuse)
     for path, block in [*blocks.items(), *reversed(blocks.items())]:
-        store._TILES.clear()  # a Python worker that has not run this block yet
-        _same_tiles(store.block_tiles(path, block, kernel, 3000), made[path])
-        assert store.block_tiles(path, block, kernel, 3000) is store._TILES[(path, 3000)]
+        kept._TILES.clear()  # a Python worker that has not run this block yet
+        _same_tiles(kept.block_tiles(path, block, kernel, 3000), made[path])
+        assert kept.block_tiles(path, block, kernel, 3000) is kept._TILES[(path, 3000)]
 
 
 def test_sparse_block_sums_merge_sparsely_while_they_are_small_with_the_dense_bits():

@@ -44,9 +44,10 @@ TILE_BYTES = 8 << 20
 @dataclass(frozen=True)
 class Tile:
     """Groups ``groups`` (self-contained, offsets from 0) = rows ``start:stop`` of ``X``; for the
-    sparse passes (:mod:`sparkrank.numerics.sparse_sums`) its rows column by column."""
+    sparse passes (:mod:`sparkrank.numerics.sparse_sums`) its rows column by column.  ``groups``
+    ``None``: rows for column sums only (Spark's ``step_sums.py``)."""
 
-    groups: QueryGroups
+    groups: QueryGroups | None
     start: int
     stop: int
     columns: TileColumns | None = None

@@ -46,7 +46,6 @@ from ...data.weights import GroupWeightError
 from ...io.spark.errors import UnsafeDirectoryError
 from ...io.spark.shutdown import process_stat
 from ...io.spark.worker import worker_task
-from ..tiles import Tile, make_tiles
 from .block_writer import DENSE as _DENSE, write_block as _write_block  # noqa: F401 - a block's files
 from . import tile_files
 from .private_dir import check_private, private_dir
@@ -436,39 +435,11 @@ def _check_app_dir(block_path: str) -> None:
         _CHECKED.add(app)
 
 
-#: The tiles of the one block this Python worker works on (:func:`block_tiles`), by block and tile size.
-_TILES: dict[tuple[str, int | None], list[Tile]] = {}
-
-
-def block_tiles(path: str, block: Block, kernel, tile_bytes: int | None) -> list[Tile]:
-    """The block's groups cut into tiles for the fused pass (``engines/tiles.py``).  A kernel
-    that needs every group at once gets one tile (``kernel`` ``None``: the tiles of ``tile_bytes`` whatever the pass).
-
-    Tiles over wide CSR rows hold them column by column, made once per block and kept as files
-    beside it for every Python worker of the executor (:mod:`.tile_files`); a worker keeps the
-    tiles of the block it works on, as :func:`open_block` keeps its features."""
-    if kernel is not None and kernel.spans_groups:
-        return [Tile(block.groups, 0, int(block.groups.offsets[-1]))]
-    key = (path, tile_bytes)
-    tiles = _TILES.get(key)
-    if tiles is None:
-        _TILES.clear()  # another block's: mapped again (or cut again) when a task needs it
-        directory = tile_files.tiles_dir(path, tile_bytes)
-        tiles = tile_files.read_tiles(directory, block.groups, block.X.shape[1])
-        if tiles is None:
-            tiles = make_tiles(block.X, block.groups, tile_bytes)[0]
-            if tiles[0].columns is not None:
-                tile_files.write_tiles(directory, tiles)
-        _TILES[key] = tiles
-    return tiles
-
-
 def remove_store(paths: list[str]) -> None:
     for path in paths:
         _OPEN.pop(path, None)
         _MAPPED.pop(path, None)
-        for key in [k for k in _TILES if k[0] == path]:
-            del _TILES[key]
+        tile_files.forget(path)
         shutil.rmtree(path, ignore_errors=True)
 
 

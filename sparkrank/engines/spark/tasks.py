@@ -21,7 +21,8 @@ from ...numerics.sparse_sums import SparseSums, add_into_dense, add_sparse
 from ..tiles import fused_pass, stats_sum
 from .column_merge import SumLayout
 from .kernel_state import MissingStates, drop_states, read_state, replay_state, write_state
-from .store import block_tiles, open_block
+from .store import open_block
+from .tile_files import block_tiles
 
 @dataclass(frozen=True)
 class InlineValue:

@@ -10,7 +10,10 @@ pass where the pass itself takes 1 s).  So the first task that needs a block's t
 them into the block's directory, and every later task of any Python worker of that executor
 memory-maps them, as it maps the block (:func:`~sparkrank.engines.spark.store.open_block`).
 
-Layout: ``<block>/tiles-<tile bytes>/``: ``columns.npy`` (the block's distinct columns),
+A worker keeps the tiles of the one block it works on in memory (:func:`block_tiles`,
+:func:`step_tiles`), as it keeps the block's features.
+
+Layout: ``<block>/tiles-<tile bytes>/`` (``tiles-steps/``: :func:`step_tiles`): ``columns.npy`` (the block's distinct columns),
 ``bounds.npy`` (per tile: its first and last group, its first and last row) and per tile ``k``
 its four arrays ``k-col_ptr.npy``, ``k-rows.npy``, ``k-values.npy``, ``k-positions.npy``.  The
 directory is written under a temporary name and renamed into place, so a task reads either
@@ -28,10 +31,54 @@ import numpy as np
 
 from ...data.groups import QueryGroups
 from ...numerics.sparse_sums import BlockColumns
-from ...numerics.tile_columns import TileColumns
-from ..tiles import TILE_BYTES, Tile
+from ...numerics.tile_columns import TileColumns, tile_columns
+from ..tiles import TILE_BYTES, Tile, make_tiles
 
 _TILE_ARRAYS = ("col_ptr", "rows", "values", "positions")
+
+#: The tiles of the one block this Python worker works on, by block and kind (a tile size, or
+#: ``"steps"``).
+_TILES: dict[tuple[str, int | str | None], list[Tile]] = {}
+
+
+def block_tiles(path: str, block, kernel, tile_bytes: int | None) -> list[Tile]:
+    """The block's groups cut into tiles for the fused pass (``engines/tiles.py``).  A kernel
+    that needs every group at once gets one tile.
+
+    Tiles over wide CSR rows hold them column by column, made once per block and kept as files
+    beside it for every Python worker of the executor; a worker keeps the tiles of the block it
+    works on, as :func:`~.store.open_block` keeps its features."""
+    if kernel.spans_groups:
+        return [Tile(block.groups, 0, int(block.groups.offsets[-1]))]
+    return _kept((path, tile_bytes), tiles_dir(path, tile_bytes), block.groups, block.X.shape[1],
+                 lambda: make_tiles(block.X, block.groups, tile_bytes)[0])
+
+
+def step_tiles(path: str, block, bounds: list[tuple[int, int]]) -> list[Tile]:
+    """The block's wide CSR rows cut at ``bounds`` (row ranges that no step of ``Xᵀc`` crosses),
+    column by column, without groups: driver and range placement's products (``step_sums.py``).
+    Kept like :func:`block_tiles`' (the bounds are the block's for as long as it lives)."""
+    return _kept((path, "steps"), os.path.join(path, "tiles-steps"), None, block.X.shape[1],
+                 lambda: [Tile(None, a, b, c) for (a, b), c in zip(bounds, tile_columns(block.X, bounds))])
+
+
+def _kept(key, directory: str, groups: QueryGroups | None, width: int, make) -> list[Tile]:
+    tiles = _TILES.get(key)
+    if tiles is None:
+        _TILES.clear()  # another block's: mapped again (or cut again) when a task needs it
+        tiles = read_tiles(directory, groups, width)
+        if tiles is None:
+            tiles = make()
+            if tiles[0].columns is not None:
+                write_tiles(directory, tiles)
+        _TILES[key] = tiles
+    return tiles
+
+
+def forget(path: str) -> None:
+    """Drop the kept tiles of the block at ``path`` (removed)."""
+    for key in [k for k in _TILES if k[0] == path]:
+        del _TILES[key]
 
 
 def tiles_dir(block_path: str, tile_bytes: int | None) -> str:
@@ -50,7 +97,7 @@ def write_tiles(directory: str, tiles: list[Tile]) -> bool:
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         np.save(os.path.join(tmp, "columns.npy"), tiles[0].columns.block.columns)
-        first = np.cumsum([0] + [t.groups.n_groups for t in tiles])
+        first = np.cumsum([0] + [0 if t.groups is None else t.groups.n_groups for t in tiles])
         np.save(os.path.join(tmp, "bounds.npy"),
                 np.array([[first[k], first[k + 1], t.start, t.stop] for k, t in enumerate(tiles)], dtype=np.int64))
         for k, tile in enumerate(tiles):
@@ -69,15 +116,15 @@ def _load(directory: str, name: str) -> np.ndarray:
     return np.asarray(np.load(os.path.join(directory, name + ".npy"), mmap_mode="c", allow_pickle=False))
 
 
-def read_tiles(directory: str, groups: QueryGroups, n_features: int) -> list[Tile] | None:
-    """The tiles :func:`write_tiles` kept in ``directory`` over the block's ``groups`` and width
-    ``n_features``, memory-mapped; ``None`` when there are none."""
+def read_tiles(directory: str, groups: QueryGroups | None, n_features: int) -> list[Tile] | None:
+    """The tiles :func:`write_tiles` kept in ``directory`` over the block's ``groups`` (``None``:
+    tiles without groups) and width ``n_features``, memory-mapped; ``None`` when there are none."""
     if not os.path.isdir(directory):
         return None
     block = BlockColumns(_load(directory, "columns"), int(n_features))
     tiles = []
     for k, (g0, g1, start, stop) in enumerate(_load(directory, "bounds").tolist()):
         col_ptr, rows, values, positions = (_load(directory, f"{k}-{name}") for name in _TILE_ARRAYS)
-        tiles.append(Tile(groups.slice(g0, g1), start, stop,
+        tiles.append(Tile(None if groups is None else groups.slice(g0, g1), start, stop,
                           TileColumns(col_ptr, rows, values, positions, block, stop - start)))
     return tiles
