@@ -239,6 +239,9 @@ def run(args, stack: contextlib.ExitStack) -> int:
           + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items()))
     projection = extrapolate(rows)
     print("\nextrapolated TRON iteration (value + 3 Hessian passes)\n" + table(projection, list(projection[0])))
+    if args.hashed:  # 2^24 weights a row: the comparison above is what is kept
+        for r in rows:
+            r.pop("weights")
     name = "global_scale_" + ("hashed" if args.hashed else "_".join(args.labels)) \
         + (f"_cluster{args.workers}" if args.workers else "")
     out = write_result(name, {"args": vars(args), "rows": rows, "ratios": ratios,
