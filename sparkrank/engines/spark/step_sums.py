@@ -86,6 +86,8 @@ def block_products(block, ref, start: int, wanted: list[tuple[np.ndarray, int]],
                    ) -> list[SteppedSums]:
     """One block's :class:`SteppedSums` of the products ``wanted`` (``(c, power)`` of its rows)
     with ``plan`` (:func:`step_plans`); ``start``: its first row's global index."""
+    if not wanted:
+        return []
     head, tail, starts, first_step = plan
     n_rows = int(ref.n_rows)
     X = block.X
@@ -167,7 +169,7 @@ def rounded_stepped(s) -> np.ndarray:
     rounded to float64; a float64 vector is already that (the column-sliced merge's)."""
     if isinstance(s, np.ndarray):
         return s
-    out = np.zeros(s.n_features) if s.sums is None else np.array(rounded_sums(s.sums), dtype=np.float64)
+    out = np.zeros(s.n_features) if s.sums is None else rounded_sums(s.sums)  # a fresh vector
     if s.cut.n_rows == 0:
         return out
     touched = s.cut.touched()
