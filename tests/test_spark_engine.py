@@ -344,6 +344,24 @@ def test_tasks_run_on_python_workers_with_a_frozen_heap_over_unix_sockets(spark,
         assert task.__wrapped__.__name__ == "task"
 
 
+def _stages_run(sc, group: str, timeout: float = 60.0) -> list:
+    """The stages that ran tasks for the jobs of ``group``, parents first.  Spark's status tracker
+    is fed by its listener bus, after the jobs return: wait until it has seen every job of the
+    group end (the bus keeps the order of events, so their tasks' ends are in by then)."""
+    import time
+
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+        if (jobs and all(j is not None and j.status == "SUCCEEDED" for j in jobs)) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    ran = [tracker.getStageInfo(s) for j in jobs if j is not None for s in j.stageIds]
+    ran = [s for s in ran if s is not None and s.numCompletedTasks]  # not the cached block build's (skipped) stage
+    return sorted(ran, key=lambda s: s.stageId)  # a job's stage ids come in no set order; parents first
+
+
 def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spark, synthetic, synthetic_local,
                                                                            monkeypatch):
     """``auto_aggregation_depth``: 1 (one Spark stage per pass) for small vectors; 2 (PySpark's
@@ -373,10 +391,7 @@ def test_a_pass_is_one_stage_unless_the_partial_sums_would_crowd_the_driver(spar
                 engine.run(np.full(engine.summary.n_features, 0.01), SquaredHingeKernel())
             finally:
                 sc.setJobGroup(None, None)
-            tracker = sc.statusTracker()
-            ran = [tracker.getStageInfo(s) for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds]
-            ran = [s for s in ran if s.numCompletedTasks]  # not the cached block build's (skipped) stage
-            ran.sort(key=lambda s: s.stageId)  # a job's stage ids come in no set order; parents first
+            ran = _stages_run(sc, group)
             assert len(ran) == (1 if depth is None else 2), (depth, ran)
             assert ran[0].numTasks == (2 * cores if depth is None else 12), ran
             models[depth] = train(engine, solver="tron", C=0.05, tol=SYNTHETIC_TOL["tron"])
