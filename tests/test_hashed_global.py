@@ -108,6 +108,7 @@ def test_a_blocks_step_tiles_sum_like_one_sweep(tmp_path, monkeypatch, tile_byte
     import scipy.sparse as sp
 
     from sparkrank.engines.spark import step_sums, tile_files
+    from sparkrank.engines.tiles import step_bounds
     from sparkrank.numerics.exact_sum import dd_round, rmatvec_dd_products
     from sparkrank.numerics.simd import DD_ROWS
 
@@ -124,7 +125,7 @@ def test_a_blocks_step_tiles_sum_like_one_sweep(tmp_path, monkeypatch, tile_byte
     c = rng.normal(size=m) * (rng.random(m) < 0.8)
     c[:3] = c[399:] = 0.0  # the cut rows' coefficients, zeroed
     products = [(c, 1), (np.abs(c), 2), (c * 3.0, 1)]
-    bounds = step_sums.step_bounds(X, origins, tile_bytes)
+    bounds = step_bounds(X, origins, tile_bytes)
     assert bounds[0][0] == 0 and bounds[-1][1] == m and all(b[0] < b[1] for b in bounds)
     for a, _ in bounds[1:]:  # a step boundary: an origin plus a multiple of DD_ROWS
         k = np.searchsorted(origins, a, side="right") - 1
@@ -138,3 +139,51 @@ def test_a_blocks_step_tiles_sum_like_one_sweep(tmp_path, monkeypatch, tile_byte
     tile_files._TILES.clear()  # another worker: the tiles read back from the block's files
     again = step_sums.tiled_products(str(tmp_path), block, products, origins, tile_bytes)
     assert all(np.array_equal(_bits(a.rounded()), _bits(b.rounded())) for a, b in zip(again, got))
+
+
+def _grouped_with_one_large_group(ranking: str):
+    """The global ranking's rows as one large query of 403 rows and 50 of 4 rows each (a tile
+    holds several small queries, the large one is summed in parts)."""
+    from sparkrank.data.block import RankingData
+
+    data = read_ranking_data(ranking)
+    qid = np.concatenate([np.zeros(403, dtype=np.int64), 1 + np.arange(data.n_rows - 403) // 4])
+    return RankingData.from_arrays(data.X, data.groups.labels, qid, n_features=data.n_features)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_the_local_engine_sums_a_large_group_in_parts_with_one_tiles_bits(ranking, monkeypatch, grouped):
+    """A group larger than a tile (one global ranking) has its kernel run first and its
+    ``Xᵀc`` summed in parts cut where no step crosses (engines/tiles.py ``Tile.parts``), on any
+    threads: every pass and model equals the one-tile engine's bit for bit."""
+    from sparkrank.engines import tiles
+    from sparkrank.kernels.losses import SquaredHingeDiagonalKernel, SquaredHingeHessianKernel
+    from sparkrank.kernels.toppush import TopPushPrimalKernel
+
+    data = _grouped_with_one_large_group(ranking) if grouped else read_ranking_data(ranking)
+    rng = np.random.default_rng(3)
+    n = data.n_features
+    w, v = rng.normal(size=n) * (rng.random(n) < 0.5), rng.normal(size=n)
+
+    def passes(engine):
+        value = engine.run(w, SquaredHingeDiagonalKernel(), keep_state=True)
+        hessian = engine.run(v, SquaredHingeHessianKernel(), state=value.state)
+        moments = engine.column_moments(w, SupportPairDiagonalKernel())
+        top = engine.run(w, TopPushPrimalKernel(0.5, "global"))
+        arrays = [value.stats, value.gradient, *value.moments, hessian.stats, hessian.gradient,
+                  moments.stats, moments.first, moments.second, top.stats, top.gradient]
+        fits = [train(engine, solver=s, C=1.0, max_iter=3).weights for s in ("tron", "bmrm")]
+        return [_bits(a) for a in arrays + fits]
+
+    with LocalEngine(data, threads=2) as whole:
+        assert all(t.parts is None for t in whole._tiles)
+        want = passes(whole)
+    monkeypatch.setattr(tiles, "TILE_BYTES", 2000)  # the large group: over 2 tiles' bytes
+    for threads in (1, 2):
+        with LocalEngine(data, threads=threads) as parted:
+            assert len(parted._tiles[0].parts) > 3  # the large group's tile
+            if grouped:  # and tiles of small groups summed whole
+                assert sum(t.parts is None for t in parted._tiles) > 3
+            got = passes(parted)
+        for g, h in zip(got, want):
+            assert np.array_equal(g, h)

@@ -104,11 +104,21 @@ def test_a_pass_at_the_point_of_the_last_one_reuses_its_scores(monkeypatch):
         assert not np.array_equal(again.gradient, value.gradient)
 
 
+@pytest.mark.parametrize("layout", ["sparse", "dense"])
 @pytest.mark.parametrize("solver", ["tron", "bmrm"])
-def test_threads_on_one_global_ranking(solver):
+def test_threads_on_one_global_ranking(solver, layout, monkeypatch):
+    """One global ranking on threads, and as a tile too large for one (its passes over the
+    threads' row chunks, ``LocalEngine._whole_pass``): the one thread's model of one tile."""
     data = _one_ranking_real_labels()
+    if layout == "dense":
+        data = RankingData.from_arrays(data.X.toarray(), data.labels, None, layout="dense")
     kw = dict(solver=solver, C=1e-3, max_iter=10)
-    np.testing.assert_array_equal(_fit(data, 4, **kw).weights, _fit(data, 1, **kw).weights)
+    one = _fit(data, 1, **kw)
+    np.testing.assert_array_equal(_fit(data, 4, **kw).weights, one.weights)
+    monkeypatch.setattr(tiling, "TILE_BYTES", 1000)  # the ranking: over two tiles' bytes
+    with LocalEngine(data, threads=4) as engine:
+        assert engine._whole_tile and len(engine._tiles) == 1
+    np.testing.assert_array_equal(_fit(data, 4, **kw).weights, one.weights)
 
 
 @pytest.mark.slow

@@ -5,7 +5,10 @@ run per thread; a pass computes a tile's ``X·v``, its score-space kernel and it
 back to back while its rows are in cache, so ``X`` is read from memory once per pass, on a
 thread pool (:mod:`sparkrank.engines.threads` says why the result does not depend on the
 number of threads).  A kernel that needs every group at once gets all scores, computed over
-row chunks of about equal non-zeros.
+row chunks of about equal non-zeros.  So does a group too large for a tile (one global ranking):
+its kernel runs once its scores are in, then its ``Xᵀ·c`` goes over the threads, in row chunks
+(dense rows) or in parts of a tile's size cut where no step of the double-double sums crosses
+(sparse rows, :attr:`~sparkrank.engines.tiles.Tile.parts`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from ..numerics.sparse_sums import ColumnSums, TileSumBuffers
 from ..numerics.tile_columns import tile_products
 from .base import ColumnMoments, DataSummary, Engine, FeatureStatistics, PassResult, StateHandle
 from .threads import ThreadRunner, balanced_cuts, check_threads
-from .tiles import fused_pass, make_tiles, pass_products, split_products, stats_sum, summed_batches, tile_pass
+from .tiles import (fused_pass, make_tiles, oversized, pass_products, split_products, stats_sum, summed_batches,
+                    tile_pass, tile_steps)
 
 
 class RememberedScores:
@@ -93,8 +97,14 @@ class LocalEngine(Engine):
         self._row_chunks = [(a, b) for a, b in zip(row_cuts[:-1], row_cuts[1:]) if b > a] or [(0, 0)]
         # groups cut into tiles (engines/tiles.py), the tiles into one run per thread of about
         # equal bytes
-        self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse, map_tiles=self._runner.map)
-        self.sparse = self._tiles[0].columns is not None
+        self._tiles, bytes_at_tiles = make_tiles(X, g, sparse=sparse, map_tiles=self._runner.map, split=True)
+        self.sparse = self._tiles[0].columns is not None or self._tiles[0].parts is not None
+        # the sparse passes' column tiles, each with its tile's index: a tile, or a too large
+        # tile's parts (one global ranking's), whose kernel then runs before their sums
+        self._sum_tiles = [(k, part) for k, t in enumerate(self._tiles) for part in (t.parts or (t,))]
+        # dense rows of one too large tile (one global ranking): passes as _whole_pass's, over
+        # the threads' row chunks, rather than one thread's fused pass
+        self._whole_tile = not self.sparse and len(self._tiles) == 1 and oversized(bytes_at_tiles[-1])
         self._sums_workspace: dict = {}  # the sparse passes' column sums, kept between passes
         run_cuts = balanced_cuts(bytes_at_tiles, self.threads).tolist()
         self._runs = list(zip(run_cuts[:-1], run_cuts[1:]))  # tiles a:b, one run per thread
@@ -149,7 +159,7 @@ class LocalEngine(Engine):
         scores = self._scores.get(v)
         if self.sparse:
             return self._sparse_pass(v, scores, kernel, states, powers)
-        whole_or_tiled = self._whole_pass if kernel.spans_groups else self._tiled_pass
+        whole_or_tiled = self._whole_pass if kernel.spans_groups or self._whole_tile else self._tiled_pass
         return whole_or_tiled(v, scores, kernel, states, powers)
 
     def _sparse_pass(self, v, scores, kernel, states, powers):
@@ -157,40 +167,58 @@ class LocalEngine(Engine):
         # columns, then the batch's added into one accumulator over the data's columns in one
         # sweep, split over the threads by columns, each column's additions in tile order
         # (numerics/sparse_sums.py): O(nnz) a tile, O(n) a batch, and the same bits for any
-        # number of threads.  A kernel that sees every group at once runs once over all
-        # scores, then its products go tile by tile.
+        # number of threads.  A kernel that sees every group at once, or a tile's groups summed
+        # in parts, runs first (_kernels_ahead); then its products go part by part.
         X = self.data.X
         fresh = scores is None
         if fresh:
             scores = np.empty(self.data.n_rows, dtype=np.float64)
-        whole = None
-        if kernel.spans_groups:
-            if fresh:
-                scores[:] = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
-            whole = kernel(self.data.groups, scores, None if states is None else states[0])
-        accumulator = ColumnSums(self._tiles[0].columns.block, self._sums_workspace)
+        ahead = self._kernels_ahead(v, scores, fresh, kernel, states)
+        accumulator = ColumnSums(self._sum_tiles[0][1].columns.block, self._sums_workspace)
         buffers = self._sums_workspace.setdefault("tiles", TileSumBuffers())
+        offsets = self.data.groups.offsets
 
         def one_tile(k: int, slot: int):
-            tile = self._tiles[k]
-            if whole is not None:
-                products = [(c[tile.start:tile.stop], p) for c, p in pass_products(whole, powers)]
-                sums = tile_products(tile.columns, products, tile.groups.offsets, buffers, slot) if products else None
-                return whole, whole, sums
-            return tile_pass(X, tile, v, kernel, None if states is None else states[k], powers, scores, fresh,
-                             buffers, slot)
+            owner, tile = self._sum_tiles[k]
+            if owner not in ahead:
+                return tile_pass(X, tile, v, kernel, None if states is None else states[owner], powers, scores, fresh,
+                                 buffers, slot)
+            r, base = ahead[owner]
+            products = [(c[tile.start - base:tile.stop - base], p) for c, p in pass_products(r, powers)]
+            sums = tile_products(tile.columns, products, tile_steps(offsets, tile.start, tile.stop), buffers, slot) \
+                if products else None
+            first = not kernel.spans_groups and tile.start == self._tiles[owner].start  # a tile's result once
+            return (replace(r, coef=None, moment_coef=None) if first else None), r, sums
 
-        results, last = summed_batches(self._tiles, kernel, powers, one_tile, accumulator, self._runner.map,
-                                       self.threads)
-        if fresh and (whole is not None or states is None):
+        results, last = summed_batches([t for _, t in self._sum_tiles], kernel, powers, one_tile, accumulator,
+                                       self._runner.map, self.threads)
+        results = [r for r in results if r is not None]
+        if fresh and (kernel.spans_groups or states is None):
             self._scores.keep(v, scores)
-        if whole is not None:
-            results = [replace(whole, coef=None, moment_coef=None)]
+        if kernel.spans_groups:
+            results = [replace(ahead[0][0], coef=None, moment_coef=None)]
         sums = accumulator.sums()
         if sums is None:
             return results, None, None
         coef_parts, moment_parts = split_products(last, powers, [s.rounded() for s in sums])
         return results, coef_parts, moment_parts
+
+    def _kernels_ahead(self, v, scores, fresh, kernel, states) -> dict[int, tuple[KernelResult, int]]:
+        """The sparse pass's kernels that run before their tiles' sums, by tile: one over every
+        group (``kernel.spans_groups``), for every tile; else each tile's that has parts.  Each
+        with the first row its coefficients start at; ``X·v`` (when ``fresh``) over row chunks."""
+        X = self.data.X
+        rows = [] if not fresh else self._row_chunks if kernel.spans_groups else \
+            [c for t in self._tiles if t.parts for c in _even_chunks(t.start, t.stop, self.threads)]
+        for (a, b), part in zip(rows, self._runner.map(lambda r: matvec(X, v, r), rows)):
+            scores[a:b] = part
+        if kernel.spans_groups:
+            whole = kernel(self.data.groups, scores, None if states is None else states[0])
+            return {k: (whole, 0) for k in range(len(self._tiles))}
+        split = [k for k, t in enumerate(self._tiles) if t.parts]
+        done = self._runner.map(lambda k: kernel(self._tiles[k].groups, scores[self._tiles[k].start:self._tiles[k].stop],
+                                                 None if states is None else states[k]), split)
+        return {k: (r, self._tiles[k].start) for k, r in zip(split, done)}
 
     def _tiled_pass(self, v, scores, kernel, states, powers):
         # each thread runs the fused pass (engines/tiles.py) over its run of tiles
@@ -217,11 +245,13 @@ class LocalEngine(Engine):
         return results, [_round_sum(parts) for parts in per_power], moments
 
     def _whole_pass(self, v, scores, kernel, states, powers):
-        # a kernel that sees every group at once (one global ranking's top, say): all scores first
+        # a kernel that sees every group at once (one global ranking's top, say), or dense rows
+        # of one too large tile: all scores first
         X = self.data.X
         if scores is None:
             scores = np.concatenate(self._runner.map(lambda rows: matvec(X, v, rows), self._row_chunks))
-            self._scores.keep(v, scores)
+            if kernel.spans_groups or states is None:
+                self._scores.keep(v, scores)
         result = kernel(self.data.groups, scores, None if states is None else states[0])
 
         products = pass_products(result, powers)
@@ -237,3 +267,9 @@ class LocalEngine(Engine):
     @staticmethod
     def _stats(results: list[KernelResult]) -> np.ndarray:
         return dd_round(stats_sum(results))
+
+
+def _even_chunks(start: int, stop: int, n: int) -> list[tuple[int, int]]:
+    """Rows ``start:stop`` in ``n`` contiguous chunks of about equal rows (none empty)."""
+    cuts = np.linspace(start, stop, max(1, n) + 1).astype(np.int64).tolist()
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]

@@ -23,7 +23,7 @@ leaving it out gives the dense accumulator's bits.  (After an overflow the dense
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from numba import njit
@@ -249,6 +249,22 @@ def sum_batches(widths: Sequence[int], products: int, minimum: int = 1, block_wi
     if cuts[-1] != len(widths):
         cuts.append(len(widths))
     return list(zip(cuts[:-1], cuts[1:]))
+
+
+def added_batches(columns: Sequence, products: int, one_tile: Callable, sums_of: Callable,
+                  accumulator: "ColumnSums", map_: Callable | None = None, threads: int = 1) -> Iterator[list]:
+    """Tiles' column sums batch by batch (:func:`sum_batches`): ``one_tile(k, slot)`` for each tile
+    ``k`` of a batch (``slot``: its place in the batch, for :class:`TileSumBuffers`), on ``map_``
+    (``ThreadRunner.map``; ``None``: in turn), then the batch's sums (``sums_of`` of each output)
+    added into ``accumulator`` in tile order over ``threads`` ranges of columns.  Yields each
+    batch's outputs once added.  ``columns``: the tiles' :class:`~.tile_columns.TileColumns`, of
+    one block."""
+    run = map_ or (lambda f, ks: [f(k) for k in ks])
+    block_width = columns[0].block.columns.shape[0]
+    for a, b in sum_batches([c.width for c in columns], max(1, products), threads, block_width):
+        batch = run(lambda k: one_tile(k, k - a), range(a, b))
+        accumulator.add_batch(columns[a:b], [sums_of(out) for out in batch], map_, threads)
+        yield batch
 
 
 class TileSumBuffers:

@@ -27,10 +27,9 @@ import numpy as np
 from ...io.spark.worker import worker_task
 from ...numerics.cut_steps import CutSteps, add_cut_steps, cut_terms
 from ...numerics.exact_sum import rmatvec_dd_products, split_steps, step_boundary, step_starts
-from ...numerics.simd import DD_ROWS
-from ...numerics.sparse_sums import ColumnSums, SparseSums, TileSumBuffers, sum_batches, wants_sparse_passes
+from ...numerics.sparse_sums import ColumnSums, SparseSums, TileSumBuffers, added_batches, wants_sparse_passes
 from ...numerics.tile_columns import tile_products
-from ..tiles import TILE_BYTES
+from ..tiles import step_bounds, tile_steps
 from .column_merge import SumLayout, unwired, wired_piece
 from .store import open_block
 from .tasks import add_dd, entrywise, padded_sums, rounded_sums
@@ -115,39 +114,15 @@ def tiled_products(path: str, block, products: list[tuple[np.ndarray, int]], ori
     X = block.X
     tiles = step_tiles(path, block, step_bounds(X, origins, tile_bytes))
     accumulator, buffers = ColumnSums(tiles[0].columns.block), TileSumBuffers()
-    widths = [t.columns.width for t in tiles]
-    for a, b in sum_batches(widths, len(products), 1, tiles[0].columns.block.columns.shape[0]):
-        batch = []
-        for k in range(a, b):
-            t = tiles[k]
-            inner = origins[(origins > t.start) & (origins < t.stop)] - t.start
-            tile_starts = np.concatenate([[0], inner, [t.stop - t.start]]).astype(np.int64)
-            batch.append(tile_products(t.columns, [(c[t.start:t.stop], p) for c, p in products], tile_starts,
-                                       buffers, k - a))
-        accumulator.add_batch([t.columns for t in tiles[a:b]], batch)
+
+    def one_tile(k: int, slot: int):
+        t = tiles[k]
+        return tile_products(t.columns, [(c[t.start:t.stop], p) for c, p in products],
+                             tile_steps(origins, t.start, t.stop), buffers, slot)
+
+    for _ in added_batches([t.columns for t in tiles], len(products), one_tile, lambda sums: sums, accumulator):
+        pass
     return accumulator.sums()
-
-
-def step_bounds(X, origins: np.ndarray, tile_bytes: int | None = None) -> list[tuple[int, int]]:
-    """Row ranges of ``X`` of about ``tile_bytes`` (default
-    :data:`~sparkrank.engines.tiles.TILE_BYTES`) of stored entries that begin and end on step
-    boundaries (a step origin of ``origins``, or one plus a multiple of
-    :data:`~sparkrank.numerics.simd.DD_ROWS`), so that no step of ``Xᵀc`` crosses a tile.
-
-    Why tiles: a tile's rows column by column sum at cache speed while its coefficients stay in
-    the second-level cache; the block as one tile (500k hashed rows) read them from memory, 10 s
-    for three products where tiles of 20k rows take 4.5 s, additions included."""
-    n_rows = int(X.shape[0])
-    per_row = max(int(X.indptr[n_rows] - X.indptr[0]) * (X.data.itemsize + X.indices.itemsize) // max(n_rows, 1), 1)
-    step = max(DD_ROWS, int(TILE_BYTES if tile_bytes is None else tile_bytes) // per_row)
-    cuts = [0]
-    for target in range(step, n_rows, step):
-        k = int(np.searchsorted(origins, target, side="right")) - 1
-        at = int(origins[k]) + (target - int(origins[k])) // DD_ROWS * DD_ROWS
-        if cuts[-1] < at < n_rows:
-            cuts.append(at)
-    cuts.append(n_rows)
-    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def add_stepped(a: Any, b: Any):
