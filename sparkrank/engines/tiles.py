@@ -42,8 +42,10 @@ from .threads import balanced_cuts
 TILE_BYTES = 8 << 20
 
 
-#: A sparse pass's tile of whole groups of over this many :data:`TILE_BYTES` (a group larger than
-#: a tile: one global ranking) sums its columns in parts of about a tile each (:func:`step_bounds`).
+#: A tile of whole groups of over this many :data:`TILE_BYTES` (a group larger than a tile: one
+#: global ranking) is too large for one thread's fused pass: the in-process engine runs its kernel
+#: first, then sums its columns in parts of about a tile each (:func:`step_bounds`; sparse rows)
+#: or over row chunks (dense rows).
 SPLIT_TILES = 2
 
 
